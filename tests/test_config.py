@@ -1,0 +1,44 @@
+import pytest
+
+from worldsample.config import load_config
+from worldsample.errors import ConfigError
+
+
+def test_defaults_yaml_and_overrides(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("env:\n  image_size: 96\n  cameras: [corner]\ndemos:\n  episodes: 3\n")
+    cfg = load_config(f, ["demos.episodes=7", "env.domain=sim", "demos.expert.action_noise_std=0.1"])
+    assert cfg.env.image_size == 96 and cfg.demos.episodes == 7 and cfg.env.domain == "sim"
+    assert cfg.demos.expert.action_noise_std == 0.1
+    assert load_config().store.chunk_len == 32
+
+
+@pytest.mark.parametrize(
+    "override,field",
+    [
+        ("demos.episodes=0", "demos.episodes"),
+        ("env.domain=moon", "env.domain"),
+        ("store.chunk_len=abc", "store.chunk_len"),
+        ("env.bogus=1", "env.bogus"),
+    ],
+)
+def test_invalid_values_name_the_field(override, field):
+    with pytest.raises(ConfigError) as e:
+        load_config(None, [override])
+    assert field in str(e.value)
+
+
+def test_bad_files_and_override_syntax(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("env: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    bad.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping at the top level"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="key.path=value"):
+        load_config(None, ["demos.episodes"])
+    with pytest.raises(ConfigError, match="not a section"):
+        load_config(None, ["demos.episodes=3", "demos.episodes.x=1"])

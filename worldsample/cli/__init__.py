@@ -1,0 +1,1 @@
+"""The `worldsample` command line (typer). Each subcommand lives in its own module."""

@@ -1,0 +1,38 @@
+"""Entry point of the `worldsample` command."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from worldsample import __version__
+from worldsample.cli import demos_cmd, run_cmd, store_cmd
+from worldsample.cli.common import setup_logging
+
+app = typer.Typer(
+    help="WorldSample: real-robot RL that makes each real rollout count several times.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(store_cmd.app, name="store")
+app.add_typer(demos_cmd.app, name="demos")
+app.command("run")(run_cmd.run)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+) -> None:
+    setup_logging(verbose)
+
+
+if __name__ == "__main__":
+    app()

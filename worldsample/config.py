@@ -1,0 +1,96 @@
+"""Run configuration: pydantic models, loaded from YAML and overridden with `--set key=value`.
+
+Nothing deeper in the library reads files or environment variables for settings: the CLI loads
+a `RunConfig` here and passes the parts down.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from worldsample.errors import ConfigError
+from worldsample.sim.config import ExpertConfig, InterventionConfig, SimArmConfig
+
+
+class StoreConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    chunk_len: int = Field(32, ge=1, le=4096, description="steps per zarr chunk (episodes are chunk-aligned)")
+    synthetic_max_steps: int | None = Field(200_000, ge=1, description="bound of the synthetic pool")
+
+
+class DemoConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    episodes: int = Field(10, ge=1)
+    seed: int = 0
+    expert: ExpertConfig = ExpertConfig()
+    keep_failures: bool = Field(True, description="store expert episodes that did not succeed too")
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    env: SimArmConfig = SimArmConfig()
+    store: StoreConfig = StoreConfig()
+    demos: DemoConfig = DemoConfig()
+    intervention: InterventionConfig = InterventionConfig()
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like key.path=value")
+    key, raw = item.split("=", 1)
+    path = [p for p in key.strip().split(".") if p]
+    if not path:
+        raise ConfigError(f"override {item!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"override {item!r}: value is not valid YAML: {e}") from e
+    return path, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    for item in overrides:
+        path, value = parse_override(item)
+        node = data
+        for p in path[:-1]:
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"override {item!r}: {p!r} is not a section")
+            node = nxt
+        node[path[-1]] = value
+    return data
+
+
+def format_validation_error(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        lines.append(f"{loc}: {err['msg']}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def load_config(path: Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {path} is not valid YAML: {e}") from e
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+        data = loaded or {}
+    data = apply_overrides(data, overrides or [])
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e)) from None
+
+
+def dump_config(cfg: RunConfig) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,167 @@
+"""Vectorised sampling from cached groups: transitions, n-step transitions, windows, mixtures.
+
+Transition t of an episode of length L pairs obs[t] with obs[t+1]. The last step has no next
+observation; it is sampled only when the episode terminated there (its bootstrap is masked by
+`done`, and next_obs repeats obs). A truncated episode's last step is never sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from worldsample.errors import StoreError
+from worldsample.store.reader import GroupReader
+
+Batch = dict[str, np.ndarray]
+
+
+class _Index:
+    """Per-step episode bounds for one cache version (recomputed only when the cache changes)."""
+
+    def __init__(self, reader: GroupReader):
+        c = reader.cache
+        self.version = c.version
+        self.ep_end = np.repeat(c.ep_start + c.ep_len, c.ep_len)  # exclusive end of each step's episode
+        self.terminal = np.repeat(c.ep_terminal, c.ep_len)
+        last = self.ep_end - 1
+        steps = np.arange(c.size)
+        self.transitions = steps[(steps < last) | self.terminal]
+        self._windows: dict[int, np.ndarray] = {}
+        self._c = c
+
+    def window_starts(self, length: int) -> np.ndarray:
+        if length not in self._windows:
+            c = self._c
+            ok = c.ep_len >= length
+            starts = [np.arange(s, s + n - length + 1) for s, n in zip(c.ep_start[ok], c.ep_len[ok])]
+            self._windows[length] = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+        return self._windows[length]
+
+
+class GroupSampler:
+    """Samples one group. Call `reader.refresh()` (or `refresh()` here) to see new commits."""
+
+    def __init__(self, reader: GroupReader, obs_keys: list[str] | None = None):
+        if reader.cache is None:
+            raise StoreError("sampling needs a reader with cache=True")
+        self.reader = reader
+        self.obs_keys = obs_keys or [k for k in reader.schema.obs_keys if k in reader.keys]
+        self._index: _Index | None = None
+
+    def refresh(self) -> int:
+        return self.reader.refresh()
+
+    def _idx(self) -> _Index:
+        if self._index is None or self._index.version != self.reader.cache.version:
+            self._index = _Index(self.reader)
+        return self._index
+
+    @property
+    def num_transitions(self) -> int:
+        return len(self._idx().transitions)
+
+    def _pick(self, pool: np.ndarray, rng: np.random.Generator, batch: int, what: str) -> np.ndarray:
+        if len(pool) == 0:
+            raise StoreError(f"group {self.reader.name!r} has no {what} to sample yet")
+        return pool[rng.integers(0, len(pool), size=batch)]
+
+    def transitions(self, rng: np.random.Generator, batch: int) -> Batch:
+        ix = self._idx()
+        t = self._pick(ix.transitions, rng, batch, "transitions")
+        nxt = np.minimum(t + 1, ix.ep_end[t] - 1)
+        return self._gather(t, nxt, done=ix.terminal[t] & (t == ix.ep_end[t] - 1), n_step=np.ones(batch, np.int64),
+                            reward=self.reader.cache.view("reward")[t], discount=None)
+
+    def nstep(self, rng: np.random.Generator, batch: int, n: int, gamma: float) -> Batch:
+        """n-step returns, cut at the episode end. `n_step` holds the steps actually summed;
+        `discount` is gamma ** n_step, the factor in front of the bootstrap value."""
+        if n < 1:
+            raise ValueError("n must be >= 1")
+        ix = self._idx()
+        t = self._pick(ix.transitions, rng, batch, "transitions")
+        end = ix.ep_end[t]
+        term = ix.terminal[t]
+        # steps summed: up to n, fewer near the end; a truncated episode needs a next obs to exist
+        m = np.minimum(n, np.where(term, end - t, end - 1 - t))
+        k = np.arange(n)
+        rows = np.minimum(t[:, None] + k, end[:, None] - 1)
+        r = self.reader.cache.view("reward")[rows]
+        mask = k[None, :] < m[:, None]
+        ret = (r * mask * gamma ** k[None, :]).sum(axis=1).astype(np.float32)
+        nxt = np.minimum(t + m, end - 1)
+        done = term & (t + m >= end)
+        return self._gather(t, nxt, done=done, n_step=m, reward=ret, discount=(gamma**m).astype(np.float32))
+
+    def _gather(self, t, nxt, done, n_step, reward, discount) -> Batch:
+        c = self.reader.cache
+        out: Batch = {}
+        for k in self.obs_keys:
+            v = c.view(k)
+            out[f"obs/{k}"] = v[t]
+            out[f"next_obs/{k}"] = v[nxt]
+        out["action"] = c.view("action")[t]
+        out["reward"] = reward
+        out["done"] = done
+        out["n_step"] = n_step
+        out["intervention"] = c.view("intervention")[t]
+        out["index"] = t
+        if discount is not None:
+            out["discount"] = discount
+        return out
+
+    def windows(self, rng: np.random.Generator, batch: int, length: int, keys: list[str] | None = None) -> Batch:
+        """Fixed-length windows inside single episodes: key -> (batch, length, ...)."""
+        starts = self._pick(self._idx().window_starts(length), rng, batch, f"windows of length {length}")
+        rows = starts[:, None] + np.arange(length)
+        c = self.reader.cache
+        return {k: c.view(k)[rows] for k in (keys or self.reader.keys)}
+
+
+def split_counts(weights: Mapping[str, float], batch: int) -> dict[str, int]:
+    """Integer batch shares proportional to `weights` that sum to `batch` (largest remainder)."""
+    total = sum(weights.values())
+    if total <= 0:
+        raise StoreError("mixture weights must have a positive sum")
+    raw = {k: batch * w / total for k, w in weights.items()}
+    counts = {k: int(np.floor(v)) for k, v in raw.items()}
+    left = batch - sum(counts.values())
+    order = list(raw)  # ties go to the group listed first
+    for k in sorted(order, key=lambda k: (counts[k] - raw[k], order.index(k)))[:left]:
+        counts[k] += 1
+    return counts
+
+
+class MixtureSampler:
+    """Draws each batch from several groups by weight; groups with nothing to sample yet give
+    their share to the others. `composition` of the last batch is kept for metrics."""
+
+    def __init__(self, samplers: Mapping[str, GroupSampler], weights: Mapping[str, float]):
+        unknown = set(weights) - set(samplers)
+        if unknown:
+            raise StoreError(f"mixture weights name groups without a sampler: {sorted(unknown)}")
+        if any(w < 0 for w in weights.values()):
+            raise StoreError("mixture weights must be >= 0")
+        self.samplers = dict(samplers)
+        self.weights = dict(weights)
+        self.composition: dict[str, int] = {}
+
+    def _counts(self, batch: int) -> dict[str, int]:
+        live = {k: w for k, w in self.weights.items() if w > 0 and self.samplers[k].num_transitions > 0}
+        if not live:
+            raise StoreError("no group in the mixture has transitions to sample yet")
+        return split_counts(live, batch)
+
+    def sample(self, rng: np.random.Generator, batch: int, n: int = 1, gamma: float = 0.99) -> Batch:
+        counts = self._counts(batch)
+        parts, names = [], []
+        for g, cnt in counts.items():
+            if cnt:
+                parts.append(self.samplers[g].nstep(rng, cnt, n, gamma))
+                names.append(np.full(cnt, g))
+        keys = set.intersection(*(set(p) for p in parts))
+        out = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+        out["group"] = np.concatenate(names)
+        self.composition = counts
+        return out
