@@ -8,8 +8,8 @@
     RUN/store/<group>/writer.lock           one-writer lock
     RUN/store/<group>/writer_state.json     id/slot high-water mark, so ids are never reused
 
-Arrays are created once with a time axis of MAX_SLOTS and never resized: a commit writes new
-chunk files and one record, and no existing file is ever rewritten in place.
+Arrays only grow (zarr writes metadata atomically, by temp file and rename), and a commit
+writes new chunk files plus one record: no chunk of a committed episode is ever rewritten.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from worldsample.store.schema import GroupSchema, KeySpec
 
 GROUPS = ("demo", "real", "sim", "synthetic")
 Provenance = Literal["demo", "real", "sim", "synthetic"]
-MAX_SLOTS = 2**40
 STORE_FORMAT = "worldsample-episode-store"
 STORE_VERSION = 1
 
@@ -84,7 +83,7 @@ def create_group(root: Path, name: str, schema: GroupSchema, retention: Retentio
         for key, spec in schema.keys.items():
             data.create_array(
                 key,
-                shape=(MAX_SLOTS, *spec.shape),
+                shape=(0, *spec.shape),
                 chunks=(schema.chunk_len, *spec.shape),
                 dtype=spec.np_dtype,
                 compressors=[_codec(spec)],

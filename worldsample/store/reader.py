@@ -11,8 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import zarr
 
-from worldsample.errors import StoreError
+from worldsample.errors import StoreCorruptError, StoreError
 from worldsample.store.cache import StepCache
 from worldsample.store.layout import open_arrays, read_group_attrs
 from worldsample.store.records import EpisodeRecord, list_record_ids, read_record
@@ -68,7 +69,14 @@ class GroupReader:
         return added
 
     def _read(self, rec: EpisodeRecord, keys: Iterable[str]) -> dict[str, np.ndarray]:
-        return {k: self._arrays[k][rec.start : rec.end] for k in keys}
+        out = {}
+        for k in keys:
+            if self._arrays[k].shape[0] < rec.end:  # the writer grew the array since we opened it
+                self._arrays[k] = zarr.open_array(str(self.path / "data" / k), mode="r")
+            if self._arrays[k].shape[0] < rec.end:
+                raise StoreCorruptError(f"{self.name}/episode {rec.episode}: {k} ends at slot {self._arrays[k].shape[0]}, record says {rec.end}")
+            out[k] = self._arrays[k][rec.start : rec.end]
+        return out
 
     def episode(self, episode: int, keys: Iterable[str] | None = None) -> dict[str, np.ndarray]:
         """One committed episode read from disk (all keys unless `keys` is given)."""

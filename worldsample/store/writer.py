@@ -8,6 +8,7 @@ of it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from zarr.core.sync import sync
 
 from worldsample.errors import EpisodeRejected, StoreError
 from worldsample.store.layout import Retention, open_arrays, read_group_attrs, remove_chunks
@@ -26,6 +28,10 @@ from worldsample.store.records import EpisodeRecord, atomic_write_text, list_rec
 from worldsample.store.schema import STEP_DEFAULTS, GroupSchema, KeySpec
 
 log = logging.getLogger(__name__)
+
+
+async def _gather(coros):
+    return await asyncio.gather(*coros)
 
 
 def coerce_value(key: str, spec: KeySpec, value: Any, leading: tuple[int, ...] = ()) -> np.ndarray:
@@ -88,6 +94,12 @@ class GroupWriter:
     def _align(self, slot: int) -> int:
         c = self.schema.chunk_len
         return math.ceil(slot / c) * c
+
+    def _ensure_capacity(self, end: int) -> None:
+        """Grow the time axis to hold slot `end - 1`; geometric growth keeps metadata writes rare."""
+        for arr in self._arrays.values():
+            if arr.shape[0] < end:
+                arr.resize((self._align(max(end, arr.shape[0] * 3 // 2)), *arr.shape[1:]))
 
     def _drop_uncommitted_chunks(self) -> None:
         """Chunks past the last commit belong to an episode that never committed: remove them."""
@@ -250,12 +262,16 @@ class EpisodeBuilder:
         if n == 0:
             return
         lo = self.start + self._flushed
+        self.w._ensure_capacity(lo + n)
+        writes = []
         for key, parts in self._pending.items():
             block = np.concatenate(parts) if len(parts) > 1 else parts[0]
             head, tail = block[:n], block[n:]
-            self.w._arrays[key][lo : lo + n] = head
+            writes.append(self.w._arrays[key].async_array.setitem(slice(lo, lo + n), head))
             self.crcs[key] = zlib.crc32(np.ascontiguousarray(head).tobytes(), self.crcs[key])
             self._pending[key] = [tail] if len(tail) else []
+        # all keys in one event-loop round trip: encoding and file writes overlap
+        sync(_gather(writes))
         self._flushed += n
 
     def collected(self, key: str) -> np.ndarray:
