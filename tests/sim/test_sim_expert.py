@@ -1,0 +1,109 @@
+"""The scripted expert solves push-v3; the simulated human intervenes only when a policy strays."""
+
+import numpy as np
+import pytest
+
+from worldsample.sim import ExpertConfig, InterventionConfig, InterventionExpert, ScriptedExpert, SimArmConfig, make_env
+
+
+@pytest.fixture
+def env():
+    env = make_env(SimArmConfig(cameras=[]))
+    yield env
+    env.close()
+
+
+def run_episode(env, seed, choose):
+    """Steps until the episode ends; `choose()` gives each action. Returns (success, length)."""
+    env.reset(seed=seed)
+    for length in range(1, env.unwrapped.config.max_episode_steps + 1):
+        _, _, terminated, truncated, info = env.step(choose())
+        if terminated or truncated:
+            return info["success"], length
+    raise AssertionError("episode did not end")
+
+
+def test_expert_solves_push_in_at_least_90_percent_of_seeds(env):
+    results = [run_episode(env, seed, ScriptedExpert(env, ExpertConfig(), seed=seed).act) for seed in range(20)]
+    assert np.mean([success for success, _ in results]) >= 0.9
+
+
+def test_expert_actions_are_clipped_float32_and_seeded(env):
+    noisy = ExpertConfig(action_noise_std=0.5)
+    env.reset(seed=0)
+    a, b = ScriptedExpert(env, noisy, seed=3), ScriptedExpert(env, noisy, seed=3)
+    actions = [a.act() for _ in range(5)]
+    for action, again in zip(actions, [b.act() for _ in range(5)]):
+        assert action.dtype == np.float32 and action.shape == (4,)
+        assert np.all(np.abs(action) <= 1.0)
+        np.testing.assert_array_equal(action, again)
+    assert not np.array_equal(actions[0], ScriptedExpert(env, ExpertConfig(), seed=3).act())
+
+
+def test_expert_is_unaffected_by_sensor_noise():
+    # It acts on the noise-free state, so heavy proprio noise leaves the episode unchanged.
+    lengths = []
+    for noise in [0.0, 0.05]:
+        env = make_env(SimArmConfig(cameras=[], proprio_noise_std=noise))
+        lengths.append(run_episode(env, 0, ScriptedExpert(env, seed=0).act))
+        env.close()
+    assert lengths[0] == lengths[1]
+
+
+def test_no_takeover_when_the_policy_is_the_expert(env):
+    env.reset(seed=1)
+    policy = ScriptedExpert(env, ExpertConfig(action_noise_std=0.05), seed=1)
+    human = InterventionExpert(env, InterventionConfig(), seed=1)
+    flags = []
+
+    def choose():
+        action, intervened = human.filter(proposed := policy.act())
+        flags.append(intervened)
+        np.testing.assert_array_equal(action, proposed)
+        return action
+
+    success, _ = run_episode(env, 1, choose)
+    assert success and not any(flags)
+
+
+def test_takeover_schedule_against_a_contrary_policy(env):
+    """Patience 2, takeover 3: two tolerated steps, then three expert steps, repeatedly."""
+    env.reset(seed=0)
+    cfg = InterventionConfig(deviation_threshold=0.05, patience_steps=2, takeover_steps=3)
+    human = InterventionExpert(env, cfg, seed=0)
+    flags = []
+    for _ in range(10):
+        contrary = -human.expert.nominal_action()  # goes the opposite way of the expert
+        action, intervened = human.filter(contrary)
+        if intervened:
+            np.testing.assert_array_equal(action, human.expert.nominal_action())
+        else:
+            np.testing.assert_array_equal(action, contrary)
+        flags.append(intervened)
+        env.step(action)
+    assert flags == [False, False, True, True, True, False, False, True, True, True]
+    # With no patience the very first deviating step is taken over.
+    env.reset(seed=0)
+    impatient = InterventionExpert(env, cfg.model_copy(update={"patience_steps": 0}), seed=0)
+    assert impatient.filter(-impatient.expert.nominal_action())[1]
+    human.reset()
+    assert not human.in_control
+
+
+@pytest.mark.parametrize("kind", ["random", "constant"])
+def test_bad_policies_get_taken_over(env, kind):
+    rng = np.random.default_rng(0)
+    bad = {"random": lambda: rng.uniform(-1, 1, 4), "constant": lambda: np.array([1.0, -1.0, 1.0, -1.0])}[kind]
+    human = InterventionExpert(env, InterventionConfig(patience_steps=3, takeover_steps=10), seed=0)
+    flags = []
+
+    def choose():
+        action, intervened = human.filter(bad())
+        flags.append(intervened)
+        return action
+
+    env.reset(seed=2)
+    human.reset()
+    run_episode(env, 2, choose)
+    assert sum(flags) >= 10
+    assert not any(flags[:3])  # the first deviations are tolerated (patience)

@@ -1,0 +1,102 @@
+"""Settings of the simulated arm, its scripted expert and the simulated human who intervenes.
+
+Only pydantic is imported here so that loading a run configuration stays cheap; the task name is
+checked against Meta-World lazily, the first time a task is given explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Every Meta-World v3 task shares the Sawyer scene (xyz_base.xml) that defines these cameras.
+CAMERA_NAMES = ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV")
+
+Range = tuple[float, float]
+
+
+class _Strict(BaseModel):
+    # A typo in a config key must fail loudly instead of silently using a default.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RandomizationConfig(_Strict):
+    """Per-episode perturbations of the "sim" domain; every scale multiplies the nominal value."""
+
+    camera_jitter_deg: float = Field(
+        15.0, ge=0.0, le=90.0, description="max |offset| of camera azimuth and elevation, degrees"
+    )
+    camera_distance_scale: Range = Field((0.85, 1.15), description="camera distance to its look-at point")
+    friction_scale: Range = Field((0.5, 1.5), description="all contact friction coefficients")
+    mass_scale: Range = Field((0.5, 2.0), description="mass and inertia of the free (manipulated) objects")
+    light_scale: Range = Field((0.4, 1.4), description="diffuse intensity of every light")
+
+    @field_validator("camera_distance_scale", "friction_scale", "mass_scale", "light_scale")
+    @classmethod
+    def _positive_range(cls, value: Range) -> Range:
+        low, high = value
+        if not 0.0 < low <= high:
+            raise ValueError(f"must be (low, high) with 0 < low <= high, got {value}")
+        return value
+
+
+class SimArmConfig(_Strict):
+    """A Meta-World Sawyer task seen through cameras, in the "real" or the randomised "sim" domain."""
+
+    task: str = Field("push-v3", description="Meta-World v3 task name")
+    cameras: list[str] = Field(
+        default_factory=lambda: ["corner"], description="Meta-World camera names; [] = state only, no rendering"
+    )
+    image_size: int = Field(64, ge=16, le=512, description="height = width of every camera image, pixels")
+    domain: Literal["real", "sim"] = Field(
+        "real", description="real: fixed scene with sensor noise; sim: randomised scene per episode"
+    )
+    max_episode_steps: int = Field(150, ge=1, le=10_000, description="steps before truncation")
+    terminate_on_success: bool = Field(True, description="end the episode at the first successful step")
+    proprio_noise_std: float = Field(0.002, ge=0.0, le=1.0, description="Gaussian proprio noise, real domain")
+    action_delay_steps: int = Field(0, ge=0, le=50, description="actions take effect this many steps late, real domain")
+    include_state: bool = Field(True, description='add the 39-dim Meta-World state as obs["state"]')
+    randomization: RandomizationConfig = Field(default_factory=RandomizationConfig)
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, task: str) -> str:
+        from metaworld.env_dict import ALL_V3_ENVIRONMENTS  # imports MuJoCo: only when a task is given
+
+        if task not in ALL_V3_ENVIRONMENTS:
+            raise ValueError(f"unknown Meta-World task {task!r}; known v3 tasks: {', '.join(ALL_V3_ENVIRONMENTS)}")
+        return task
+
+    @field_validator("cameras")
+    @classmethod
+    def _known_cameras(cls, cameras: list[str]) -> list[str]:
+        unknown = [c for c in cameras if c not in CAMERA_NAMES]
+        if unknown:
+            raise ValueError(f"unknown camera(s) {unknown}; choose from {list(CAMERA_NAMES)}")
+        if len(set(cameras)) != len(cameras):
+            raise ValueError(f"cameras must not repeat, got {cameras}")
+        return cameras
+
+
+class ExpertConfig(_Strict):
+    """The scripted Meta-World policy used for demonstrations and takeovers."""
+
+    action_noise_std: float = Field(0.0, ge=0.0, le=2.0, description="Gaussian noise added to each action")
+
+
+class InterventionConfig(_Strict):
+    """A simulated human who watches a policy and takes the controls when it strays.
+
+    Deviation of one step is the Euclidean distance between the policy's and the expert's
+    end-effector motion (action[:3], both clipped to [-1, 1]; so it lies in [0, 2*sqrt(3)]).
+    The gripper command is ignored because the expert leaves it open most of the time.
+    """
+
+    deviation_threshold: float = Field(
+        0.5, gt=0.0, description="a step deviates when |policy xyz - expert xyz| exceeds this"
+    )
+    patience_steps: int = Field(
+        3, ge=0, description="consecutive deviating steps tolerated; the next one starts a takeover (0 = at once)"
+    )
+    takeover_steps: int = Field(10, ge=1, description="steps the expert drives once it has taken over")
