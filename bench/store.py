@@ -58,11 +58,24 @@ def timeit(fn, reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
+def interleaved(fns: dict, reps: int) -> dict[str, float]:
+    """Median seconds per call, alternating the contenders so machine noise hits them alike."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for f in fns.values():
+        f()
+    for _ in range(reps):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=200)
     ap.add_argument("--length", type=int, default=100)
-    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--reps", type=int, default=100)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     episodes = [make_episode(rng, args.length) for _ in range(args.episodes)]
@@ -127,10 +140,16 @@ def main() -> None:
             out["action"], out["reward"], out["done"] = ram["action"][idx], ram["reward"][idx], ram["done"][idx]
             return out
 
-        t_numpy = timeit(numpy_batch, args.reps)
-        t_store = timeit(lambda: sampler.transitions(rng, BATCH), args.reps)
-        t_nstep = timeit(lambda: sampler.nstep(rng, BATCH, 3, 0.97), args.reps)
-        t_windows = timeit(lambda: sampler.windows(rng, 32, 8, keys=["image_front", "image_wrist", "action"]), args.reps)
+        t = interleaved(
+            {
+                "numpy": numpy_batch,
+                "store": lambda: sampler.transitions(rng, BATCH),
+                "nstep": lambda: sampler.nstep(rng, BATCH, 3, 0.97),
+                "windows": lambda: sampler.windows(rng, 32, 8, keys=["image_front", "image_wrist", "action"]),
+            },
+            args.reps,
+        )
+        t_numpy, t_store, t_nstep, t_windows = t["numpy"], t["store"], t["nstep"], t["windows"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
