@@ -111,3 +111,15 @@ def test_mixture_by_weight_and_empty_group_fallback(tmp_path):
     assert (b["obs/proprio"][b["group"] == "real", 1] == 5).all()
     with pytest.raises(StoreError, match="without a sampler"):
         MixtureSampler(samplers, {"synthetic": 1.0})
+
+
+def test_where_restricts_to_matching_episodes(tmp_path):
+    store, _ = filled(tmp_path)
+    reader = store.reader("demo")
+    only_terminal = GroupSampler(reader, where=lambda rec: rec.terminated)
+    b = only_terminal.transitions(np.random.default_rng(0), 200)
+    assert (b["obs/proprio"][:, 1] == 1).all()
+    none = GroupSampler(reader, where=lambda rec: rec.episode > 99)
+    assert none.num_transitions == 0
+    with pytest.raises(StoreError, match="no transitions"):
+        none.transitions(np.random.default_rng(0), 1)

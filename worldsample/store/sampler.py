@@ -7,12 +7,13 @@ observation; it is sampled only when the episode terminated there (its bootstrap
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from worldsample.errors import StoreError
 from worldsample.store.reader import GroupReader
+from worldsample.store.records import EpisodeRecord
 
 Batch = dict[str, np.ndarray]
 
@@ -20,14 +21,18 @@ Batch = dict[str, np.ndarray]
 class _Index:
     """Per-step episode bounds for one cache version (recomputed only when the cache changes)."""
 
-    def __init__(self, reader: GroupReader):
+    def __init__(self, reader: GroupReader, where: Callable[[EpisodeRecord], bool] | None):
         c = reader.cache
         self.version = c.version
         self.ep_end = np.repeat(c.ep_start + c.ep_len, c.ep_len)  # exclusive end of each step's episode
         self.terminal = np.repeat(c.ep_terminal, c.ep_len)
         last = self.ep_end - 1
         steps = np.arange(c.size)
-        self.transitions = steps[(steps < last) | self.terminal]
+        ok = (steps < last) | self.terminal
+        if where is not None:
+            keep = np.array([where(reader.records[e]) for e in c.episode_ids], bool)
+            ok &= np.repeat(keep, c.ep_len)
+        self.transitions = steps[ok]
         self._windows: dict[int, np.ndarray] = {}
         self._c = c
 
@@ -41,13 +46,22 @@ class _Index:
 
 
 class GroupSampler:
-    """Samples one group. Call `reader.refresh()` (or `refresh()` here) to see new commits."""
+    """Samples one group. Call `reader.refresh()` (or `refresh()` here) to see new commits.
 
-    def __init__(self, reader: GroupReader, obs_keys: list[str] | None = None):
+    `where` restricts transitions to episodes whose record passes it (e.g. the success pool of
+    the synthetic group); several samplers may share one reader."""
+
+    def __init__(
+        self,
+        reader: GroupReader,
+        obs_keys: list[str] | None = None,
+        where: Callable[[EpisodeRecord], bool] | None = None,
+    ):
         if reader.cache is None:
             raise StoreError("sampling needs a reader with cache=True")
         self.reader = reader
         self.obs_keys = obs_keys or [k for k in reader.schema.obs_keys if k in reader.keys]
+        self.where = where
         self._index: _Index | None = None
 
     def refresh(self) -> int:
@@ -55,7 +69,7 @@ class GroupSampler:
 
     def _idx(self) -> _Index:
         if self._index is None or self._index.version != self.reader.cache.version:
-            self._index = _Index(self.reader)
+            self._index = _Index(self.reader, self.where)
         return self._index
 
     @property

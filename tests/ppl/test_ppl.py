@@ -1,0 +1,126 @@
+"""PPL arithmetic against hand-computed cases, and batch composition from a real store."""
+
+import numpy as np
+import pytest
+
+from worldsample.ppl import EntropyPacer, PPLConfig, q_aware_lambda, zero_weights_breaking_bound
+from worldsample.ppl.mixer import PPLMixer
+from worldsample.store import GroupSampler
+
+from ..store.helpers import make_episode, new_store
+
+
+@pytest.mark.parametrize(
+    "q_real,q_pos,q_neg,want",
+    [(0.5, 1.0, 0.0, 0.5), (0.8, 1.0, 0.0, 0.8), (1.5, 1.0, 0.0, 1.0), (-1.0, 1.0, 0.0, 0.0), (0.3, 0.7, 0.7, 0.5), (2.0, 3.0, 1.0, 0.5)],
+)
+def test_lambda(q_real, q_pos, q_neg, want):
+    assert q_aware_lambda(q_real, q_pos, q_neg) == pytest.approx(want)
+
+
+def test_zero_weights_drop_the_farthest_offenders_only():
+    q = np.array([1.0, 0.9, 0.1, 0.0])
+    # mean 0.5 vs real 0.3: dropping 1.0 leaves mean 1/3, within 0.05
+    np.testing.assert_array_equal(zero_weights_breaking_bound(q, 0.3, 0.05), [0, 1, 1, 1])
+    # within tolerance already: nothing dropped
+    np.testing.assert_array_equal(zero_weights_breaking_bound(q, 0.48, 0.05), [1, 1, 1, 1])
+    # underestimation side: drop the lowest first; mean 0.5 vs 0.7 -> drop 0.0 -> 2/3, within 0.05
+    np.testing.assert_array_equal(zero_weights_breaking_bound(q, 0.7, 0.05), [1, 1, 1, 0])
+    # unreachable: every sample is far above the real mean
+    np.testing.assert_array_equal(zero_weights_breaking_bound(np.array([5.0, 6.0]), 0.0, 0.1), [0, 0])
+
+
+def test_linear_pacing_hand_computed():
+    p = EntropyPacer(PPLConfig(entropy_ema=0.5), entropy_min=-2.0)
+    assert p.rho == 0.0  # nothing measured yet: as unsure as at the start
+    p.observe(2.0)  # H_0 = 2
+    assert p.normalised == 1.0 and p.rho == 0.0
+    p.observe(-2.0)  # EMA: 0.5 * 2 + 0.5 * -2 = 0 -> H~ = (0 + 2) / 4 = 0.5
+    assert p.h_ema == 0.0 and p.normalised == pytest.approx(0.5) and p.rho == pytest.approx(0.15)
+    p.observe(float("nan"))  # ignored
+    assert p.h_ema == 0.0
+    for _ in range(60):
+        p.observe(-5.0)  # below H_min: clipped to fully confident
+    assert p.normalised == 0.0 and p.rho == pytest.approx(0.3)
+
+
+def test_hyperbolic_pacing_and_modes():
+    p = EntropyPacer(PPLConfig(pacing="hyperbolic", kappa=4.0, p=1.0, entropy_ema=0.5), entropy_min=-2.0)
+    p.observe(2.0)
+    p.observe(-2.0)  # H~ = 0.5: raw 1/3, floor 1/5 -> 0.3 * (1/3 - 1/5) / (4/5) = 0.05
+    assert p.rho == pytest.approx(0.05)
+    assert EntropyPacer(PPLConfig(mode="off"), -2.0).rho == 0.0
+    assert EntropyPacer(PPLConfig(mode="naive", naive_share=0.2), -2.0).rho == 0.2
+
+
+class FakeCritic:
+    """Q = proprio[1] (the episode's seed, see helpers), entropy scripted."""
+
+    def __init__(self, entropies):
+        self.entropies = list(entropies)
+
+    def q_values(self, batch):
+        return batch["obs/proprio"][:, 1].astype(np.float64) / 10.0
+
+    def entropy(self, batch):
+        return self.entropies.pop(0) if len(self.entropies) > 1 else self.entropies[0]
+
+
+def stores(tmp_path):
+    store = new_store(tmp_path, group="demo")
+    for g in ("real", "synthetic"):
+        store.ensure_group(g, store.schema("demo"))
+    with store.writer("demo") as w:
+        w.append_episode(make_episode(3, 40))  # Q 0.3
+    with store.writer("real") as w:
+        w.append_episode(make_episode(3, 40))  # Q 0.3
+    with store.writer("synthetic") as w:
+        w.append_episode({**make_episode(5, 40), "success": np.ones(40, bool)}, wm_version=1)  # success pool, Q 0.5
+        w.append_episode(make_episode(0, 40), wm_version=1)  # failure pool, Q 0.0
+    syn = store.reader("synthetic")
+    return (
+        GroupSampler(store.reader("demo")),
+        GroupSampler(store.reader("real")),
+        GroupSampler(syn, where=lambda r: r.success),
+        GroupSampler(syn, where=lambda r: not r.success),
+    )
+
+
+def test_ppl_batch_composition(tmp_path):
+    demo, online, pos, neg = stores(tmp_path)
+    # entropy drops from 2 to -2 at once: EMA 0.5 gives H~ 0.5, rho 0.15
+    mixer = PPLMixer(PPLConfig(entropy_ema=0.5, q_probe_every=1), demo, online, pos, neg, FakeCritic([2.0, -2.0]), entropy_min=-2.0)
+    rng = np.random.default_rng(0)
+    b = mixer.sample(rng, 100)
+    assert mixer.last["ppl/rho"] == 0.0 and (b["source"] == "demo").sum() == 50  # first call: H~ = 1
+    b = mixer.sample(rng, 100)
+    m = mixer.last
+    assert m["ppl/rho"] == pytest.approx(0.15)
+    # lambda* = (0.3 - 0.0) / (0.5 - 0.0) = 0.6 of the 15 synthetic samples from the success pool
+    assert m["ppl/lambda"] == pytest.approx(0.6)
+    assert (m["batch/synthetic_pos"], m["batch/synthetic_neg"]) == (9, 6)
+    assert (m["batch/demo"], m["batch/online"]) == (43, 42)  # the real part keeps its 50/50 split
+    assert b["action"].shape == (100, 2) and b["weights"].shape == (100,)
+    # synthetic mean Q = (9 * 0.5 + 6 * 0) / 15 = 0.3 = real mean: no sample is zeroed
+    assert m["batch/zero_weight"] == 0 and (b["weights"] == 1).all()
+    assert m["batch/synthetic_share"] == pytest.approx(0.15)
+
+
+def test_ppl_zeroes_synthetic_samples_when_only_the_optimistic_pool_exists(tmp_path):
+    demo, online, pos, _ = stores(tmp_path)
+    mixer = PPLMixer(PPLConfig(entropy_ema=0.0, q_probe_every=1, delta_q=0.05), demo, online, pos, None, FakeCritic([2.0, -2.0]), -2.0)
+    rng = np.random.default_rng(1)
+    mixer.sample(rng, 100)
+    b = mixer.sample(rng, 100)  # rho 0.3: 30 synthetic, all from the success pool (Q 0.5 > 0.3)
+    syn = b["source"] == "synthetic_pos"
+    assert syn.sum() == 30 and (b["weights"][syn] == 0).all() and (b["weights"][~syn] == 1).all()
+
+
+def test_off_and_naive_modes(tmp_path):
+    demo, online, pos, neg = stores(tmp_path)
+    off = PPLMixer(PPLConfig(mode="off"), demo, online, pos, neg, None, -2.0)
+    b = off.sample(np.random.default_rng(0), 64)
+    assert set(b["source"]) == {"demo", "online"}
+    naive = PPLMixer(PPLConfig(mode="naive", naive_share=0.25), demo, online, pos, neg, None, -2.0)
+    b = naive.sample(np.random.default_rng(0), 64)
+    assert (np.char.startswith(b["source"].astype(str), "synthetic")).sum() == 16 and (b["weights"] == 1).all()
