@@ -1,0 +1,23 @@
+"""Learner settings. Defaults follow HIL-SERL/RLPD (ALGORITHMS.md §2)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LearnerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    obs_keys: list[str] = Field(["state"], min_length=1, description="vector observation keys fed to actor and critics")
+    hidden: list[int] = Field([256, 256], min_length=1)
+    layer_norm: bool = Field(True, description="LayerNorm in the critic (and actor) MLPs")
+    gamma: float = Field(0.97, gt=0.0, le=1.0)
+    n_step: int = Field(1, ge=1)
+    lr: float = Field(3e-4, gt=0.0)
+    tau: float = Field(0.005, gt=0.0, le=1.0)
+    initial_alpha: float = Field(0.01, gt=0.0)
+    target_entropy: float | None = Field(None, description="default -|A| / 2")
+    batch_size: int = Field(256, ge=2)
+    utd: int = Field(2, ge=1, description="gradient updates per new real environment step")
+    num_learners: int = Field(0, ge=0, description="0: the learner runs in-process; >0: remote Ray learners")
+    seed: int = 0
