@@ -113,7 +113,12 @@ def read_group_attrs(root: Path, name: str) -> tuple[GroupSchema, Retention]:
 
 
 def open_arrays(group_path: Path, schema: GroupSchema, mode: str) -> dict[str, zarr.Array]:
-    return {k: zarr.open_array(str(group_path / "data" / k), mode=mode) for k in schema.keys}
+    # write_empty_chunks: zarr's emptiness test costs several times the encode of a large image
+    # chunk, and skipping "empty" chunks would delete a file instead of writing one
+    return {
+        k: zarr.open_array(str(group_path / "data" / k), mode=mode, config={"write_empty_chunks": True})
+        for k in schema.keys
+    }
 
 
 def chunk_path(group_path: Path, key: str, chunk_index: int) -> Path:

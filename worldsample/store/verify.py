@@ -106,7 +106,7 @@ def verify_store(run_dir: Path, progress=None) -> VerifyReport:
                 want = rec.checksums.get(key)
                 if want is None:
                     rep.problems.append(f"{where}: record has no checksum for {key}")
-                elif zlib.crc32(np.ascontiguousarray(arr).tobytes()) != want:
+                elif zlib.crc32(np.ascontiguousarray(arr).data) != want:
                     rep.problems.append(f"{where}: {key} does not match its checksum (data changed after commit)")
                 spec = r.schema.keys[key]
                 if spec.finite and arr.dtype.kind == "f" and not np.isfinite(arr).all():

@@ -268,7 +268,7 @@ class EpisodeBuilder:
             block = np.concatenate(parts) if len(parts) > 1 else parts[0]
             head, tail = block[:n], block[n:]
             writes.append(self.w._arrays[key].async_array.setitem(slice(lo, lo + n), head))
-            self.crcs[key] = zlib.crc32(np.ascontiguousarray(head).tobytes(), self.crcs[key])
+            self.crcs[key] = zlib.crc32(np.ascontiguousarray(head).data, self.crcs[key])
             self._pending[key] = [tail] if len(tail) else []
         # all keys in one event-loop round trip: encoding and file writes overlap
         sync(_gather(writes))

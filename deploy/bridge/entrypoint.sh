@@ -1,0 +1,5 @@
+#!/bin/bash
+# Source ROS 2 so rclpy imports, then run the bridge commands (bridge, sim-robot, bag ...).
+set -e
+source /opt/ros/jazzy/setup.bash
+exec python3 -m worldsample.cli.bridge_cmd "$@"

@@ -1,0 +1,360 @@
+"""The control loop: at each tick, align the streams, run the watchdog, pick the action (human
+takeover, else policy), limit and publish it, and hand the step to the recorder.
+
+Step k holds the observation aligned at tick k and the action published at tick k; its reward,
+success and done are filled at tick k+1 (or at the episode end), when the robot's success
+signal for that action can have arrived. Input callbacks only set fields or queue commands;
+all state changes happen on the loop thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from robot_bridge.codec import decode
+from robot_bridge.core.limits import ActionLimiter
+from robot_bridge.core.policy_source import PolicySource
+from robot_bridge.core.recorder import Recorder
+from robot_bridge.core.state import EpisodeStateMachine, Event, State
+from robot_bridge.core.streams import StreamInput, TopicCounters
+from robot_bridge.errors import DecodeError
+from robot_bridge.profile import RobotProfile
+
+log = logging.getLogger(__name__)
+COMMANDS = ("start", "stop", "success", "failure", "rerecord", "clear_fault")
+RESEND_RESET_NS = 1_000_000_000
+
+
+@dataclass
+class Outputs:
+    action: Callable[[np.ndarray], None]
+    robot_command: Callable[[dict], None]
+    status: Callable[[dict], None]
+
+
+class Controller:
+    def __init__(self, profile: RobotProfile, inputs: dict[str, StreamInput], out: Outputs,
+                 recorder: Recorder, policy: PolicySource):
+        self.p, self.inputs, self.out, self.recorder, self.policy = profile, inputs, out, recorder, policy
+        self.sm = EpisodeStateMachine()
+        self.limiter = ActionLimiter(profile.action)
+        self.counters = {t: TopicCounters() for t in ("command", "estop", "intervention", "robot_event", "success")}
+        self._commands: queue.Queue = queue.Queue()
+        self.estop = False
+        self._intervention: tuple[np.ndarray, int] | None = None
+        self._success: tuple[bool, int] = (False, 0)
+        self._reset_done: tuple[int, int] | None = None  # (reset_id, stamp_ns)
+        self._reset_id = 0
+        self._reset_t0 = self._reset_sent = 0
+        self.fault: str | None = None
+        self.last_outcome: str | None = None
+        self.refused: deque[str] = deque(maxlen=5)
+        self.periods_ms: deque[float] = deque(maxlen=2000)
+        self.overruns = 0
+        self._next_status = 0
+        self._ep_start = 0
+        self.steps = 0
+        self._pending: dict | None = None
+        self._pending_recv = 0
+        self._ages: dict[str, list[float]] = {}
+        self._specs = profile.obs_specs()
+        self._required_keys = {s.key for s in profile.streams if s.required}
+        self.status_extra: Callable[[], dict] | None = None  # e.g. the transport's QoS events
+
+    # -- input callbacks (transport threads) -----------------------------------------------------
+    def _decode(self, name: str, raw: bytes, typename: str):
+        c = self.counters[name]
+        c.received += 1
+        try:
+            msg = decode(raw, typename)
+        except DecodeError:
+            c.rejected["malformed"] += 1
+            return None
+        c.accepted += 1
+        return msg
+
+    def on_command(self, raw: bytes, recv_ns: int) -> None:
+        msg = self._decode("command", raw, "std_msgs/msg/String")
+        if msg is None:
+            return
+        try:
+            cmd = json.loads(msg.data) if msg.data.lstrip().startswith("{") else {"cmd": msg.data.strip()}
+            if cmd.get("cmd") not in COMMANDS:
+                raise ValueError(cmd.get("cmd"))
+        except (ValueError, AttributeError):
+            self.counters["command"].accepted -= 1
+            self.counters["command"].rejected["unknown_command"] += 1
+            return
+        self._commands.put(cmd)
+
+    def on_estop(self, raw: bytes, recv_ns: int) -> None:
+        msg = self._decode("estop", raw, "std_msgs/msg/Bool")
+        if msg is not None:
+            self.estop = bool(msg.data)
+            if self.estop:  # hold at once, not at the next tick
+                self.out.action(self.limiter.hold)
+
+    def on_intervention(self, raw: bytes, recv_ns: int) -> None:
+        msg = self._decode("intervention", raw, self.p.action.type)
+        if msg is None:
+            return
+        a = np.asarray(msg.data, np.float32)
+        if a.shape != (self.p.action.dim,) or not np.isfinite(a).all():
+            self.counters["intervention"].accepted -= 1
+            self.counters["intervention"].rejected["wrong_size" if a.shape != (self.p.action.dim,) else "non_finite"] += 1
+            return
+        self._intervention = (a.copy(), recv_ns)
+
+    def on_robot_event(self, raw: bytes, recv_ns: int) -> None:
+        msg = self._decode("robot_event", raw, "std_msgs/msg/String")
+        try:
+            ev = json.loads(msg.data) if msg is not None else {}
+            if ev.get("event") == "reset_done":
+                self._reset_done = (int(ev["reset_id"]), int(ev["stamp_ns"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.counters["robot_event"].rejected["bad_event"] += 1
+
+    def on_success(self, raw: bytes, recv_ns: int) -> None:
+        msg = self._decode("success", raw, "std_msgs/msg/Bool")
+        if msg is not None:
+            self._success = (bool(msg.data), recv_ns)
+
+    # -- the loop --------------------------------------------------------------------------------
+    def run(self, stop, on_tick: Callable[[], None] | None = None) -> None:
+        period = 1.0 / self.p.control_rate_hz
+        deadline = last = time.monotonic()
+        while not stop.is_set():
+            start = time.monotonic()
+            self.periods_ms.append((start - last) * 1e3)
+            last = start
+            self.tick(time.time_ns())
+            if on_tick is not None:
+                on_tick()
+            deadline += period
+            delay = deadline - time.monotonic()
+            if delay < 0:
+                self.overruns += 1
+                deadline = time.monotonic()
+            else:
+                time.sleep(delay)
+
+    def tick(self, now: int) -> None:
+        while not self._commands.empty():
+            self._command(self._commands.get_nowait(), now)
+        if self.estop and self.sm.state != State.FAULTED:
+            self._fault("estop", now)
+        state = self.sm.state
+        if state == State.RESETTING:
+            self._tick_resetting(now)
+        elif self.sm.active:
+            self._tick_active(now)
+        elif state == State.FAULTED:
+            self.out.action(self.limiter.hold)
+        if now >= self._next_status:
+            self._next_status = now + int(1e9 / self.p.status_rate_hz)
+            self.out.status(self.status(now))
+
+    # -- commands and transitions ----------------------------------------------------------------
+    def _command(self, cmd: dict, now: int) -> None:
+        name = cmd["cmd"]
+        if name == "start":
+            stale = self._stale(now)
+            if self.sm.state == State.FAULTED and (self.estop or stale):
+                return self._refuse(f"start refused: {'e-stop engaged' if self.estop else 'stale ' + ','.join(stale)}")
+            if not self.sm.can(Event.START):
+                return self._refuse(f"start refused while {self.sm.state.value}")
+            self.policy.refresh()  # the only place a new policy can come in
+            self.sm.fire(Event.START)
+            self.fault = None
+            self._request_reset(now)
+        elif name in ("stop", "success", "failure"):
+            if self.sm.active:
+                self._finish(name, Event.END, now)
+            elif self.sm.state == State.RESETTING and name == "stop":
+                self.sm.fire(Event.END)
+            else:
+                self._refuse(f"{name} refused while {self.sm.state.value}")
+        elif name == "rerecord":
+            if not self.sm.active:
+                return self._refuse(f"rerecord refused while {self.sm.state.value}")
+            self._pending = None
+            self.recorder.end(False, {})
+            self.last_outcome = "rerecorded"
+            self.sm.fire(Event.RERECORD)
+            self._request_reset(now)
+        elif name == "clear_fault":
+            if self.sm.state != State.FAULTED or self.estop:
+                return self._refuse("clear_fault refused: " + ("e-stop engaged" if self.estop else "not faulted"))
+            self.sm.fire(Event.CLEAR)
+            self.fault = None
+
+    def _refuse(self, why: str) -> None:
+        log.warning(why)
+        self.refused.append(why)
+
+    def _request_reset(self, now: int) -> None:
+        self._reset_id += 1
+        self._reset_t0 = now
+        self._send_reset(now)
+
+    def _send_reset(self, now: int) -> None:
+        self._reset_sent = now
+        self.out.robot_command({"cmd": "reset", "reset_id": self._reset_id, "episode": self.recorder.next_episode_id})
+
+    def _fault(self, reason: str, now: int) -> None:
+        log.error("fault: %s", reason)
+        if self.sm.active:
+            self._finish("faulted", Event.FAULT, now)
+        else:
+            self.sm.fire(Event.FAULT)
+        self.fault = reason
+        self.out.action(self.limiter.hold)
+
+    def _tick_resetting(self, now: int) -> None:
+        if now - self._reset_t0 > self.p.episode.reset_timeout_s * 1e9:
+            return self._fault("reset_timeout", now)
+        done = self._reset_done
+        if done is None or done[0] != self._reset_id:
+            if now - self._reset_sent > RESEND_RESET_NS:  # the robot may not have matched us yet
+                self._send_reset(now)
+            return
+        for key, inp in self.inputs.items():  # wait for data from after the reset
+            s = inp.buffer.latest()
+            if self._required(key) and (s is None or s.stamp_ns < done[1]):
+                return
+        self.sm.fire(Event.RESET_DONE)
+        self._ep_start, self.steps, self._pending = now, 0, None
+        self._ages = {k: [] for k in self.inputs}
+        self._intervention = None
+        self.limiter.reset()
+        self.recorder.begin()
+        self._tick_active(now)
+
+    # -- one step of an episode -------------------------------------------------------------------
+    def _required(self, key: str) -> bool:
+        return key in self._required_keys
+
+    def _stale(self, now: int) -> list[str]:
+        limit = self.p.staleness_ms * 1e6
+        out = []
+        for key, inp in self.inputs.items():
+            s = inp.buffer.latest()
+            if self._required(key) and (s is None or now - s.stamp_ns > limit):
+                out.append(key)
+        return out
+
+    def _observe(self, now: int) -> tuple[dict[str, np.ndarray], int]:
+        obs, newest = {}, 0
+        for key, inp in self.inputs.items():
+            s = inp.buffer.at(now)
+            if s is None:  # only optional streams get here (required ones fault first)
+                spec = self._specs[key]
+                obs[key] = np.zeros(spec.shape, spec.np_dtype)
+                continue
+            obs[key] = s.value
+            newest = max(newest, s.recv_ns)
+            self._ages[key].append((now - s.stamp_ns) / 1e6)
+        return obs, newest or now
+
+    def _tick_active(self, now: int) -> None:
+        success = self._success[0] and self._success[1] > self._ep_start
+        if self._pending is not None:
+            self._pending["success"], self._pending["reward"] = success, float(success)
+        stale = self._stale(now)
+        if stale:
+            return self._fault("stale:" + ",".join(stale), now)
+        if success and self.p.episode.end_on_success:
+            return self._finish("success", Event.END, now)
+        if self.steps >= self.p.episode.max_steps:
+            return self._finish("max_steps", Event.END, now)
+        obs, newest = self._observe(now)
+        iv = self._intervention
+        human = iv is not None and now - iv[1] < self.p.episode.intervention_timeout_ms * 1e6
+        if human and self.sm.state == State.RUNNING:
+            self.sm.fire(Event.INTERVENE)
+        elif not human and self.sm.state == State.INTERVENED:
+            self.sm.fire(Event.RELEASE)
+        raw = iv[0] if human else self.policy.act(obs, self.limiter.hold)
+        action = self.limiter(raw)
+        self.out.action(action)
+        self._flush_pending()
+        self._pending = {**obs, "action": action, "reward": 0.0, "done": False, "intervention": human, "success": False}
+        self._pending_recv = newest
+        self.steps += 1
+
+    def _flush_pending(self) -> None:
+        if self._pending is not None:
+            self.recorder.step(self._pending, self._pending_recv)
+            self._pending = None
+
+    def _finish(self, outcome: str, event: Event, now: int) -> None:
+        if self._pending is not None:
+            if outcome == "success":
+                self._pending.update(success=True, reward=1.0, done=True)
+            self._flush_pending()
+        keep = outcome != "faulted" or self.p.episode.keep_faulted
+        meta = {
+            "domain": self.p.episode.domain,
+            "policy_version": self.policy.version,
+            "terminated": outcome == "success",
+            "extra": {
+                "outcome": outcome,
+                "complete": outcome != "faulted",
+                "profile": self.p.name,
+                "control_rate_hz": self.p.control_rate_hz,
+                "t0_ns": self._ep_start,
+                "reset_id": self._reset_id,
+                "age_ms": {k: _summary(v) for k, v in self._ages.items()},
+            },
+        }
+        if outcome in ("success", "failure"):
+            meta["success"] = outcome == "success"
+        if self.steps:
+            self.recorder.end(keep, meta)
+        else:
+            self.recorder.end(False, meta)
+        self.last_outcome = outcome
+        self.sm.fire(event)
+        self.out.action(self.limiter.hold)
+
+    # -- status ------------------------------------------------------------------------------------
+    def status(self, now: int) -> dict:
+        periods = np.asarray(self.periods_ms, float)
+        nominal = 1e3 / self.p.control_rate_hz
+        jitter = np.abs(periods[1:] - nominal) if periods.size > 1 else np.zeros(1)
+        rs = self.recorder.stats
+        extra = self.status_extra() if self.status_extra is not None else {}
+        return extra | {
+            "stamp_ns": now,
+            "state": self.sm.state.value,
+            "fault": self.fault,
+            "estop": self.estop,
+            "step": self.steps,
+            "last_outcome": self.last_outcome,
+            "policy_version": self.policy.version,
+            "policy_error": self.policy.error,
+            "episodes": {"committed": rs.committed, "discarded": rs.discarded, "spoiled": rs.spoiled,
+                         "overruns": rs.overruns, "last": rs.last_episode},
+            "recorder_backlog": self.recorder.backlog,
+            "stale": self._stale(now),
+            "topics": {inp.key: inp.counters.as_dict() for inp in self.inputs.values()}
+            | {k: c.as_dict() for k, c in self.counters.items()},
+            "actions": {"clipped": self.limiter.clipped, "non_finite": self.limiter.non_finite},
+            "loop": {"jitter_p99_ms": round(float(np.percentile(jitter, 99)), 3), "overruns": self.overruns},
+            "refused": list(self.refused),
+        }
+
+
+def _summary(ages: list[float]) -> dict:
+    if not ages:
+        return {}
+    a = np.asarray(ages)
+    return {"p50": round(float(np.median(a)), 2), "p99": round(float(np.percentile(a, 99)), 2), "max": round(float(a.max()), 2)}

@@ -1,0 +1,51 @@
+"""The bridge's view of the policy registry: swaps to the newest valid version, but only when
+asked, which the controller does at episode boundaries. A broken new version never replaces a
+working one; the error is kept for the status topic."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from worldsample.policy import NumpyActor, PolicyError, PolicyRegistry
+
+log = logging.getLogger(__name__)
+
+
+class PolicySource:
+    def __init__(self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int):
+        self._registry = PolicyRegistry(run_dir)
+        self._obs_shapes = dict(obs_shapes)
+        self._action_dim = action_dim
+        self.actor: NumpyActor | None = None
+        self.error: str | None = None
+        self.swaps = 0
+
+    @property
+    def version(self) -> int | None:
+        return self.actor.version if self.actor else None
+
+    def refresh(self) -> bool:
+        """Load `latest` if it is newer than the current actor; True when the actor changed."""
+        try:
+            latest = self._registry.latest_version()
+            if latest is None or latest == self.version:
+                return False
+            actor = NumpyActor(*self._registry.load(latest))
+            actor.check_obs(self._obs_shapes)
+            if actor.config.action_dim != self._action_dim:
+                raise PolicyError(f"policy v{latest} outputs {actor.config.action_dim} actions, the robot takes {self._action_dim}")
+        except PolicyError as e:
+            self.error = str(e)
+            log.error("keeping policy v%s: %s", self.version, e)
+            return False
+        self.actor, self.error = actor, None
+        self.swaps += 1
+        log.info("policy v%d loaded", actor.version)
+        return True
+
+    def act(self, obs: Mapping[str, np.ndarray], hold: np.ndarray) -> np.ndarray:
+        return self.actor.act(obs) if self.actor is not None else hold.copy()

@@ -1,0 +1,205 @@
+"""The robot profile: everything the bridge needs to know about one robot, loaded from YAML.
+
+Topics, message types and rates of the sensor streams, the action topic with its limits, the
+episode-control topics, the control rate and the staleness bound. The store schema of the
+recorded group follows from it (`obs_specs`), so one profile means one schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from robot_bridge.errors import ProfileError
+from robot_bridge.transport.base import QosSpec
+from worldsample.store import KeySpec
+
+Reliability = Literal["reliable", "best_effort"]
+IMAGE_TYPES = ("sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage")
+ARRAY_TYPES = ("std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Stream(_Strict):
+    """One subscribed sensor topic."""
+
+    topic: str = Field(pattern=r"^/[A-Za-z0-9_/~]+$")
+    rate_hz: float = Field(gt=0, le=10_000, description="nominal publish rate (for drop counts and the sim)")
+    required: bool = Field(True, description="a stale required stream faults the episode")
+    reliability: Reliability = Field("best_effort", description="QoS the bridge requests (sensors: best effort)")
+
+    @property
+    def qos(self) -> QosSpec:
+        return QosSpec(self.reliability, 5 if self.reliability == "best_effort" else 10)
+
+
+class CameraStream(Stream):
+    name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
+    type: Literal["sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"] = "sensor_msgs/msg/Image"
+    height: int = Field(gt=0, le=4096)
+    width: int = Field(gt=0, le=4096)
+    channels: Literal[1, 3] = 3
+
+    @property
+    def key(self) -> str:
+        return f"image_{self.name}"
+
+
+class JointStream(Stream):
+    key: str = "proprio"
+    names: list[str] = Field(min_length=1, description="joint order in the stored vector")
+    fields: list[Literal["position", "velocity", "effort"]] = ["position"]
+
+    @property
+    def dim(self) -> int:
+        return len(self.names) * len(self.fields)
+
+
+class VectorStream(Stream):
+    """A numeric array topic stored as one observation key."""
+
+    key: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    type: Literal["std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray"] = "std_msgs/msg/Float32MultiArray"
+    dim: int = Field(gt=0, le=4096)
+
+
+class WrenchStream(Stream):
+    key: str = "wrench"
+    required: bool = False
+
+
+class ActionSpec(_Strict):
+    topic: str = "/worldsample/action"
+    type: Literal["std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray"] = "std_msgs/msg/Float32MultiArray"
+    low: list[float]
+    high: list[float]
+    max_delta: float | list[float] = Field(2.0, description="max |a_t - a_(t-1)| per dimension")
+    hold: list[float] | None = Field(None, description="action that holds the arm; zeros by default")
+
+    @model_validator(mode="after")
+    def _dims(self) -> ActionSpec:
+        n = len(self.low)
+        sizes = {len(self.high), len(self.hold or self.low)}
+        if isinstance(self.max_delta, list):
+            sizes.add(len(self.max_delta))
+        if n == 0 or sizes != {n}:
+            raise ValueError("action low, high, hold and max_delta (if a list) need the same length")
+        if any(lo > hi for lo, hi in zip(self.low, self.high, strict=True)):
+            raise ValueError("action low must not exceed high")
+        return self
+
+    @property
+    def dim(self) -> int:
+        return len(self.low)
+
+
+class ControlTopics(_Strict):
+    """Episode control over plain topics (no services, see ROS2.md)."""
+
+    command: str = "/worldsample/command"  # std_msgs/String JSON, operator -> bridge
+    status: str = "/worldsample/status"  # std_msgs/String JSON, bridge -> anyone
+    estop: str = "/worldsample/estop"  # std_msgs/Bool, true = stop now (latched until false)
+    intervention: str = "/worldsample/intervention"  # action type, human takeover stream
+    robot_command: str = "/robot/command"  # std_msgs/String JSON, bridge -> robot (reset)
+    robot_event: str = "/robot/event"  # std_msgs/String JSON, robot -> bridge (reset_done)
+    success: str | None = "/robot/success"  # std_msgs/Bool from the robot or a success detector
+
+
+class EpisodeSpec(_Strict):
+    group: str = "real"
+    domain: str = "real"
+    max_steps: int = Field(150, ge=1)
+    end_on_success: bool = True
+    reset_timeout_s: float = Field(10.0, gt=0)
+    intervention_timeout_ms: float = Field(300, gt=0, description="takeover ends after this long without messages")
+    keep_faulted: bool = Field(False, description="commit faulted episodes (marked outcome=faulted) instead of dropping them")
+    chunk_len: int = Field(32, ge=1, le=4096)
+    max_backlog: int = Field(200, ge=1, description="steps waiting for the store before the episode is dropped")
+
+
+class SimSpec(_Strict):
+    """Only read by `sim-robot`."""
+
+    task: str = "push-v3"
+    images: Literal["synthetic", "render"] = "synthetic"
+    physics_hz: float | None = Field(None, gt=0, description="sim steps per second; the control rate by default")
+    seed: int = 0
+
+
+class RobotProfile(_Strict):
+    name: str
+    control_rate_hz: float = Field(gt=0, le=1000)
+    staleness_ms: float = Field(500, gt=0, description="a required stream older than this is stale")
+    status_rate_hz: float = Field(2.0, gt=0)
+    cameras: list[CameraStream] = []
+    joints: JointStream | None = None
+    vectors: list[VectorStream] = []
+    wrench: WrenchStream | None = None
+    action: ActionSpec
+    control: ControlTopics = ControlTopics()
+    episode: EpisodeSpec = EpisodeSpec()
+    sim: SimSpec = SimSpec()
+
+    @model_validator(mode="after")
+    def _unique(self) -> RobotProfile:
+        keys = [s.key for s in self.streams]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"observation keys repeat: {keys}")
+        topics = [s.topic for s in self.streams] + [self.action.topic]
+        if len(set(topics)) != len(topics):
+            raise ValueError(f"a topic is used twice: {topics}")
+        if not keys:
+            raise ValueError("a profile needs at least one sensor stream")
+        return self
+
+    @property
+    def streams(self) -> list[CameraStream | JointStream | VectorStream | WrenchStream]:
+        return [*self.cameras, *([self.joints] if self.joints else []), *self.vectors, *([self.wrench] if self.wrench else [])]
+
+    def obs_specs(self) -> dict[str, KeySpec]:
+        specs: dict[str, KeySpec] = {}
+        for c in self.cameras:
+            specs[c.key] = KeySpec(dtype="uint8", shape=(c.height, c.width, c.channels), kind="image", camera=c.name)
+        if self.joints:
+            specs[self.joints.key] = KeySpec(dtype="float32", shape=(self.joints.dim,), finite=True)
+        for v in self.vectors:
+            specs[v.key] = KeySpec(dtype="float32", shape=(v.dim,), finite=True)
+        if self.wrench:
+            specs[self.wrench.key] = KeySpec(dtype="float32", shape=(6,), finite=True)
+        return specs
+
+
+def load_profile(path: Path | str, overrides: dict | None = None) -> RobotProfile:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ProfileError(f"robot profile {path} does not exist (see configs/robot_profiles/)") from None
+    except yaml.YAMLError as e:
+        raise ProfileError(f"robot profile {path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"robot profile {path} must hold a mapping")
+    for dotted, value in (overrides or {}).items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    try:
+        return RobotProfile.model_validate(data)
+    except ValidationError as e:
+        lines = [f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}" for err in e.errors()]
+        raise ProfileError(f"invalid robot profile {path}:\n  " + "\n  ".join(lines)) from None
+
+
+def stream_typename(s: Stream) -> str:
+    if isinstance(s, CameraStream | VectorStream):
+        return s.type
+    if isinstance(s, JointStream):
+        return "sensor_msgs/msg/JointState"
+    return "geometry_msgs/msg/WrenchStamped"

@@ -1,0 +1,258 @@
+"""The simulated arm as a ROS 2 robot: publishes cameras, joint states and vector streams at the
+profile's rates (sensor QoS), applies actions from the action topic (the latest one, held
+between messages, like a real arm controller), answers reset commands, publishes success.
+
+One scheduler thread owns the MuJoCo env and every timer, so nothing touches the env
+concurrently. Images are MuJoCo renders (`sim.images: render`, slow on CPU) or a synthetic
+pattern whose first row encodes the physics step (`synthetic`, fast; tests check alignment with
+it). With `intervene=True` a simulated human (InterventionExpert) watches the received actions
+and publishes takeovers on the intervention topic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import queue
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from robot_bridge.codec import (
+    Bool, Float32MultiArray, Float64MultiArray, Header, Image, JointState, MultiArrayDimension,
+    MultiArrayLayout, String, Time, decode, encode,
+)
+from robot_bridge.errors import DecodeError, ProfileError
+from robot_bridge.profile import RobotProfile
+from robot_bridge.transport.base import RELIABLE_QOS, SENSOR_QOS, Transport
+
+log = logging.getLogger(__name__)
+
+
+def synthetic_image(height: int, width: int, step: int, base: np.ndarray) -> np.ndarray:
+    """`base` with row 0 = the physics step as 4 little-endian bytes repeated; see `image_step`."""
+    img = base.copy()
+    code = np.frombuffer(np.uint32(step).tobytes(), np.uint8)
+    img[0, :, :] = np.resize(code, (width, 1)) if img.shape[2] == 1 else np.resize(code, (width, img.shape[2]))
+    return img
+
+
+def image_step(img: np.ndarray) -> int:
+    return int(np.frombuffer(img[0].reshape(-1)[:4].tobytes(), np.uint32)[0])
+
+
+def array_msg(typename: str, values: np.ndarray, label: str):
+    cls = Float32MultiArray if typename.endswith("Float32MultiArray") else Float64MultiArray
+    dim = MultiArrayDimension(label=label, size=len(values), stride=len(values))
+    return cls(layout=MultiArrayLayout(dim=[dim]), data=np.asarray(values))
+
+
+class SimRobot:
+    def __init__(self, profile: RobotProfile, transport: Transport, intervene: bool = False, seed: int | None = None):
+        from worldsample.sim import InterventionExpert, SimArmConfig, make_env
+
+        self.p, self.t = profile, transport
+        cams = profile.cameras
+        render = profile.sim.images == "render"
+        if render and any(c.height != c.width or c.height != cams[0].height for c in cams):
+            raise ProfileError("sim.images=render needs square cameras of one size")
+        self.env = make_env(SimArmConfig(
+            task=profile.sim.task, cameras=[c.name for c in cams] if render else [],
+            image_size=cams[0].height if render and cams else 64,
+            max_episode_steps=profile.episode.max_steps + 50,
+        ))
+        self._human = InterventionExpert(self.env) if intervene else None
+        self.seed = profile.sim.seed if seed is None else seed
+        self._rng = np.random.default_rng(self.seed)
+        self._bases = {c.name: self._pattern(c, i) for i, c in enumerate(cams)}
+        self.obs: dict[str, np.ndarray] | None = self.env.reset(seed=self.seed)[0]  # sensors stream from the start
+        self.sim_step = 0
+        self.done = True  # the arm holds still until the first reset command
+        self.success = False
+        self._action = np.asarray(profile.action.hold or [0.0] * profile.action.dim, np.float32)
+        self._commands: queue.Queue = queue.Queue()
+        self.published: Counter = Counter()
+        self.actions_received = 0
+        self.resets = 0
+
+        c = profile.control
+        self._pub = {s.topic: transport.publisher(s.topic, self._typename(s), SENSOR_QOS) for s in profile.streams}
+        self._pub_success = transport.publisher(c.success, "std_msgs/msg/Bool", SENSOR_QOS) if c.success else None
+        self._pub_event = transport.publisher(c.robot_event, "std_msgs/msg/String", RELIABLE_QOS)
+        self._pub_intervention = transport.publisher(c.intervention, profile.action.type, RELIABLE_QOS) if intervene else None
+        transport.subscribe(profile.action.topic, profile.action.type, RELIABLE_QOS, self._on_action)
+        transport.subscribe(c.robot_command, "std_msgs/msg/String", RELIABLE_QOS, self._on_command)
+
+    def _pattern(self, cam, i: int) -> np.ndarray:
+        """A smooth gradient with a little noise: compresses about like a camera frame."""
+        yy, xx = np.mgrid[0 : cam.height, 0 : cam.width]
+        chans = [(xx * (1 + c) + yy * (2 + i) + 40 * c) % 256 for c in range(cam.channels)]
+        img = np.stack(chans, axis=-1) + self._rng.integers(0, 8, (cam.height, cam.width, cam.channels))
+        return np.clip(img, 0, 255).astype(np.uint8)
+
+    @staticmethod
+    def _typename(s) -> str:
+        from robot_bridge.profile import stream_typename
+
+        return stream_typename(s)
+
+    # -- inputs (transport threads) -----------------------------------------------------------------
+    def _on_action(self, raw: bytes, recv_ns: int) -> None:
+        try:
+            a = np.asarray(decode(raw, self.p.action.type).data, np.float32)
+        except DecodeError:
+            return
+        if a.shape == self._action.shape and np.isfinite(a).all():
+            self._action = a.copy()
+            self.actions_received += 1
+
+    def _on_command(self, raw: bytes, recv_ns: int) -> None:
+        try:
+            cmd = json.loads(decode(raw, "std_msgs/msg/String").data)
+        except (DecodeError, ValueError):
+            return
+        if isinstance(cmd, dict) and cmd.get("cmd") == "reset":
+            self._commands.put(cmd)
+
+    # -- timers (scheduler thread) -----------------------------------------------------------------
+    def _reset(self, cmd: dict) -> None:
+        episode = int(cmd.get("episode", 0))
+        obs, _ = self.env.reset(seed=self.seed + episode)
+        if self._human is not None:
+            self._human.reset()
+        self.obs, self.sim_step, self.done, self.success = obs, 0, False, False
+        self._action = np.asarray(self.p.action.hold or [0.0] * self.p.action.dim, np.float32)
+        self.resets += 1
+        now = time.time_ns()
+        self._publish_all_sensors(now)  # fresh data stamped after the reset before the ack
+        if self._pub_success:
+            self._pub_success(encode(Bool(False)))
+        ev = {"event": "reset_done", "reset_id": cmd.get("reset_id"), "stamp_ns": now, "episode": episode}
+        self._pub_event(encode(String(json.dumps(ev))))
+
+    def _physics(self) -> None:
+        while not self._commands.empty():
+            self._reset(self._commands.get_nowait())
+        if self.done or self.obs is None:
+            return
+        if self._human is not None:
+            action, took = self._human.filter(self._action)
+            if took:
+                self._pub_intervention(encode(array_msg(self.p.action.type, action, "action")))
+        self.obs, _, terminated, truncated, info = self.env.step(self._action)
+        self.sim_step += 1
+        self.success = self.success or bool(info["success"])
+        self.done = terminated or truncated
+        if self._pub_success:
+            self._pub_success(encode(Bool(self.success)))
+
+    def _publish_camera(self, cam, now: int) -> None:
+        if self.obs is None:
+            return
+        if self.p.sim.images == "render":
+            img = self.obs[f"image_{cam.name}"]
+        else:
+            img = synthetic_image(cam.height, cam.width, self.sim_step, self._bases[cam.name])
+        ch = img.shape[2]
+        msg = Image(header=Header(Time.from_ns(now), cam.name), height=cam.height, width=cam.width,
+                    encoding="rgb8" if ch == 3 else "mono8", step=cam.width * ch, data=img.reshape(-1))
+        self._send(cam.topic, msg)
+
+    def _publish_joints(self, now: int) -> None:
+        j = self.p.joints
+        if self.obs is None or j is None:
+            return
+        pos = np.zeros(len(j.names))
+        n = min(len(j.names), self.obs["proprio"].size)
+        pos[:n] = self.obs["proprio"][:n]
+        zeros = np.zeros(len(j.names))
+        self._send(j.topic, JointState(header=Header(Time.from_ns(now), "base"), name=list(j.names),
+                                       position=pos, velocity=zeros, effort=zeros))
+
+    def _publish_vector(self, v, now: int) -> None:
+        if self.obs is None:
+            return
+        src = self.obs.get(v.key, np.zeros(v.dim, np.float32)).reshape(-1)
+        values = np.zeros(v.dim, np.float32)
+        values[: min(v.dim, src.size)] = src[: v.dim]
+        self._send(v.topic, array_msg(v.type, values, v.key))
+
+    def _publish_all_sensors(self, now: int) -> None:
+        for cam in self.p.cameras:
+            self._publish_camera(cam, now)
+        self._publish_joints(now)
+        for v in self.p.vectors:
+            self._publish_vector(v, now)
+
+    def _send(self, topic: str, msg) -> None:
+        self._pub[topic](encode(msg))
+        self.published[topic] += 1
+
+    def timers(self) -> list[tuple[float, Callable[[int], None]]]:
+        physics_hz = self.p.sim.physics_hz or self.p.control_rate_hz
+        out = [(physics_hz, lambda now: self._physics())]
+        out += [(c.rate_hz, lambda now, c=c: self._publish_camera(c, now)) for c in self.p.cameras]
+        if self.p.joints:
+            out.append((self.p.joints.rate_hz, self._publish_joints))
+        out += [(v.rate_hz, lambda now, v=v: self._publish_vector(v, now)) for v in self.p.vectors]
+        return out
+
+    def run(self, stop, on_second: Callable[[], None] | None = None) -> None:
+        """Run every timer at its rate until `stop` is set (late timers skip, never burst)."""
+        start = time.monotonic()
+        heap = [(start, i, 1.0 / hz, fn) for i, (hz, fn) in enumerate(self.timers())]
+        heap.append((start + 1.0, len(heap), 1.0, lambda now: on_second and on_second()))
+        heapq.heapify(heap)
+        while not stop.is_set():
+            due, i, period, fn = heap[0]
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(min(delay, 0.05))
+                continue
+            fn(time.time_ns())
+            nxt = due + period
+            if nxt < time.monotonic():
+                nxt = time.monotonic() + period
+            heapq.heapreplace(heap, (nxt, i, period, fn))
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def run_sim_robot(profile: RobotProfile, transport: Transport, stop, duration: float | None = None,
+                  intervene: bool = False, seed: int | None = None, wait_subscribers: float = 0.0,
+                  stats_out=None, status_line: bool = True) -> dict:
+    """The `sim-robot` command: run until `stop` is set or `duration` passes."""
+    import threading
+    from pathlib import Path
+
+    from robot_bridge.console import StatusLine
+
+    robot = SimRobot(profile, transport, intervene=intervene, seed=seed)
+    deadline = time.monotonic() + wait_subscribers
+    topics = [s.topic for s in profile.streams]
+    while time.monotonic() < deadline and not all(transport.matched_subscribers(t) for t in topics):
+        time.sleep(0.05)
+    if duration is not None:
+        timer = threading.Timer(duration, stop.set)
+        timer.daemon = True
+        timer.start()
+    t0 = time.monotonic()
+    with StatusLine(status_line) as line:
+        def second() -> None:
+            rates = " ".join(f"{t}:{n / max(time.monotonic() - t0, 1e-9):.0f}/s" for t, n in robot.published.items())
+            line.update(f"[bold]sim-robot[/] reset {robot.resets} step {robot.sim_step} "
+                        f"{'success ' if robot.success else ''}| actions {robot.actions_received} | {rates}")
+
+        try:
+            robot.run(stop, on_second=second)
+        finally:
+            robot.close()
+    stats = {"published": dict(robot.published), "actions_received": robot.actions_received, "resets": robot.resets,
+             "seconds": time.monotonic() - t0}
+    if stats_out is not None:
+        Path(stats_out).write_text(json.dumps(stats, indent=2))
+    return stats

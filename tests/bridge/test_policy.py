@@ -1,0 +1,99 @@
+"""Policy registry: atomic versions, validation on load, numpy inference equal to torch."""
+
+import json
+
+import numpy as np
+import pytest
+
+from worldsample.policy import NumpyActor, ObsInput, PolicyConfig, PolicyError, PolicyRegistry, load_actor
+
+
+def config(**kw):
+    base = dict(obs=[ObsInput(key="proprio", dim=4), ObsInput(key="state", dim=39)], action_dim=4, hidden=[32, 16],
+                action_low=[-1] * 4, action_high=[1] * 4)
+    return PolicyConfig(**{**base, **kw})
+
+
+def random_tensors(cfg, seed=0):
+    rng = np.random.default_rng(seed)
+    t = {k: rng.normal(0, 0.3, s).astype(np.float32) for k, s in cfg.tensor_shapes().items()}
+    if cfg.obs_normalization:
+        t["obs_std"] = np.abs(t["obs_std"]) + 0.5
+    return t
+
+
+def test_publish_load_latest(tmp_path):
+    reg = PolicyRegistry(tmp_path)
+    assert reg.latest_version() is None
+    cfg = config()
+    v1 = reg.publish(cfg, random_tensors(cfg, 1))
+    v2 = reg.publish(cfg, random_tensors(cfg, 2))
+    assert (v1, v2) == (1, 2) and reg.latest_version() == 2 and reg.versions() == [1, 2]
+    assert (tmp_path / "policies" / "latest").read_text().strip() == "v000002"
+    loaded_cfg, tensors = reg.load()
+    assert loaded_cfg.version == 2
+    np.testing.assert_array_equal(tensors["mean.bias"], random_tensors(cfg, 2)["mean.bias"])
+    assert not list((tmp_path / "policies").glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("norm", [False, True])
+@pytest.mark.parametrize("act", ["relu", "tanh", "elu", "silu"])
+def test_numpy_actor_matches_torch(tmp_path, norm, act):
+    torch = pytest.importorskip("torch")
+    from worldsample.policy.actor import MLPActor
+
+    cfg = config(obs_normalization=norm, activation=act, action_low=[-1, -2, 0, -1], action_high=[1, 2, 1, 3])
+    actor = MLPActor(cfg)
+    if norm:
+        actor.obs_std.fill_(2.0)
+        actor.obs_mean.fill_(0.1)
+    PolicyRegistry(tmp_path).publish(cfg, actor.export_tensors())
+    np_actor = load_actor(tmp_path)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        obs = {"proprio": rng.normal(size=4).astype(np.float32), "state": rng.normal(size=39).astype(np.float32)}
+        x = torch.from_numpy(np.concatenate([obs["proprio"], obs["state"]]))
+        with torch.no_grad():
+            want = actor(x).numpy()
+        np.testing.assert_allclose(np_actor.act(obs), want, rtol=1e-5, atol=1e-5)
+
+
+def test_rejects_wrong_shapes_and_configs(tmp_path):
+    reg = PolicyRegistry(tmp_path)
+    cfg = config()
+    t = random_tensors(cfg)
+    bad = dict(t, **{"mean.weight": np.zeros((4, 5), np.float32)})
+    with pytest.raises(PolicyError, match="mean.weight"):
+        reg.publish(cfg, bad)
+    reg.publish(cfg, t)
+    vdir = tmp_path / "policies" / "v000001"
+    c = json.loads((vdir / "config.json").read_text())
+    (vdir / "config.json").write_text(json.dumps({**c, "hidden": [33, 16]}))
+    with pytest.raises(PolicyError, match="trunk.0"):
+        reg.load()
+    (vdir / "config.json").write_text(json.dumps({**c, "evil": 1}))
+    with pytest.raises(PolicyError, match="invalid"):
+        reg.load()
+    (vdir / "config.json").write_text(json.dumps(c))
+    (vdir / "actor.safetensors").write_bytes(b"\x80\x04garbage-not-safetensors")
+    with pytest.raises(PolicyError, match="cannot read"):
+        reg.load()
+    (tmp_path / "policies" / "latest").write_text("../../etc")
+    with pytest.raises(PolicyError, match="expected a version"):
+        reg.latest_version()
+
+
+def test_nan_weights_rejected(tmp_path):
+    cfg = config()
+    t = random_tensors(cfg)
+    t["trunk.0.bias"][0] = np.nan
+    with pytest.raises(PolicyError, match="NaN"):
+        PolicyRegistry(tmp_path).publish(cfg, t)
+
+
+def test_check_obs(tmp_path):
+    cfg = config()
+    actor = NumpyActor(cfg.model_copy(update={"version": 3}), random_tensors(cfg))
+    actor.check_obs({"proprio": (4,), "state": (39,)})
+    with pytest.raises(PolicyError, match="state"):
+        actor.check_obs({"proprio": (4,)})

@@ -1,0 +1,47 @@
+"""Inference of an exported actor with numpy only: the robot PC needs neither torch nor Ray.
+Must compute exactly what `actor.MLPActor` computes (tests/bridge/test_policy.py checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from worldsample.policy.config import PolicyConfig
+from worldsample.policy.errors import PolicyError
+
+_ACT = {
+    "relu": lambda x: np.maximum(x, 0.0),
+    "tanh": np.tanh,
+    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+}
+
+
+class NumpyActor:
+    def __init__(self, config: PolicyConfig, tensors: Mapping[str, np.ndarray]):
+        self.config = config
+        self.version = config.version
+        n = len(config.hidden)
+        self._layers = [(tensors[f"trunk.{i}.weight"], tensors[f"trunk.{i}.bias"]) for i in range(n)]
+        self._mean = (tensors["mean.weight"], tensors["mean.bias"])
+        self._norm = (tensors["obs_mean"], tensors["obs_std"]) if config.obs_normalization else None
+        self._act = _ACT[config.activation]
+        self._low = np.asarray(config.action_low, np.float32)
+        self._high = np.asarray(config.action_high, np.float32)
+
+    def check_obs(self, specs: Mapping[str, tuple[int, ...]]) -> None:
+        """Raise PolicyError unless every input key exists in `specs` with the right size."""
+        for o in self.config.obs:
+            shape = specs.get(o.key)
+            if shape is None or int(np.prod(shape)) != o.dim:
+                raise PolicyError(f"policy v{self.version} wants {o.key} of size {o.dim}; the robot has {shape}")
+
+    def act(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        x = np.concatenate([np.asarray(obs[o.key], np.float32).reshape(-1) for o in self.config.obs])
+        if self._norm is not None:
+            x = (x - self._norm[0]) / self._norm[1]
+        for w, b in self._layers:
+            x = self._act(w @ x + b)
+        squashed = np.tanh(self._mean[0] @ x + self._mean[1])
+        return (self._low + (squashed + 1.0) * 0.5 * (self._high - self._low)).astype(np.float32)
