@@ -61,3 +61,21 @@ def test_probes_for_ppl():
     assert np.isfinite(h)
     act = a.act({"proprio": np.zeros(3)})
     assert act.shape == (2,) and (np.abs(act) <= 1).all()
+
+
+def test_exported_actor_matches_rllib_and_loads_without_torch(tmp_path):
+    from worldsample.learner.export import export_actor
+    from worldsample.policy import load_actor
+
+    a = agent()
+    for _ in range(2):
+        a.update(batch(0.0, 1.0))
+    v = export_actor(a, tmp_path, {"proprio": 3}, source={"updates": a.updates})
+    actor = load_actor(tmp_path)
+    assert actor.version == v and actor.config.stochastic and actor.config.layer_norm
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        obs = {"proprio": rng.normal(size=3).astype(np.float32)}
+        np.testing.assert_allclose(actor.act(obs), a.act(obs), atol=1e-5)
+    samples = np.stack([actor.act(obs, explore=True, rng=rng) for _ in range(200)])
+    assert samples.std(axis=0).min() > 1e-3 and (np.abs(samples) <= 1).all()

@@ -41,12 +41,20 @@ class PPLSACLearner(SACTorchLearner):
         logp = torch.stack([dist.logp(dist.sample()) for _ in range(samples)])
         return float(-logp.mean())
 
+    def actor_tensors(self) -> dict[str, np.ndarray]:
+        """The actor's weights (pi encoder MLP + pi head) as numpy arrays, named as in RLlib."""
+        sd = self.module[MODULE].state_dict()
+        return {k: v.detach().cpu().float().numpy().copy() for k, v in sd.items() if k.startswith(("pi_encoder.", "pi.net."))}
+
     @torch.no_grad()
     def deterministic_actions(self, obs: np.ndarray) -> np.ndarray:
         module = self.module[MODULE]
         out = module.forward_inference({"obs": torch.as_tensor(obs, device=self._device)})
-        dist = module.get_train_action_dist_cls().from_logits(out["action_dist_inputs"])
-        return dist.to_deterministic().sample().cpu().numpy()
+        mean = out["action_dist_inputs"].chunk(2, dim=-1)[0]
+        # the squashed Gaussian's mode; RLlib's to_deterministic() would return it unsquashed
+        low = torch.as_tensor(module.action_space.low, device=self._device)
+        high = torch.as_tensor(module.action_space.high, device=self._device)
+        return (low + (torch.tanh(mean) + 1.0) * 0.5 * (high - low)).cpu().numpy()
 
 
 def flatten_obs(batch: Batch, keys: list[str], prefix: str = "obs/") -> np.ndarray:
@@ -76,14 +84,13 @@ class SACAgent:
                 target_entropy=self.target_entropy,
                 twin_q=True,
                 train_batch_size_per_learner=cfg.batch_size,
-                learner_class=PPLSACLearner,
             )
             .rl_module(
                 model_config=DefaultModelConfig(
                     fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[]
                 )
             )
-            .learners(num_learners=cfg.num_learners)
+            .learners(num_learners=cfg.num_learners, learner_class=PPLSACLearner)
             .debugging(seed=cfg.seed)
         )
         self.group = algo.build_learner_group()
@@ -119,6 +126,9 @@ class SACAgent:
     def entropy(self, batch: Batch) -> float:
         obs = flatten_obs(batch, self.cfg.obs_keys)
         return self._on_learner(lambda learner, o: learner.ppl_entropy(o), o=obs)
+
+    def actor_tensors(self) -> dict[str, np.ndarray]:
+        return self._on_learner(lambda learner: learner.actor_tensors())
 
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         """Deterministic action for one observation dict (evaluation)."""

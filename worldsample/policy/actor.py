@@ -18,7 +18,9 @@ class MLPActor(nn.Module):
         self.config = config
         sizes = [config.obs_dim, *config.hidden]
         self.trunk = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+        self.norm = nn.ModuleList(nn.LayerNorm(h, eps=config.layer_norm_eps) for h in config.hidden) if config.layer_norm else None
         self.mean = nn.Linear(sizes[-1], config.action_dim)
+        self.log_std = nn.Linear(sizes[-1], config.action_dim) if config.stochastic else None
         if config.obs_normalization:
             self.register_buffer("obs_mean", torch.zeros(config.obs_dim))
             self.register_buffer("obs_std", torch.ones(config.obs_dim))
@@ -29,8 +31,11 @@ class MLPActor(nn.Module):
         if self.config.obs_normalization:
             x = (x - self.obs_mean) / self.obs_std
         act = _ACT[self.config.activation]
-        for layer in self.trunk:
-            x = act(layer(x))
+        for i, layer in enumerate(self.trunk):
+            x = layer(x)
+            if self.norm is not None:
+                x = self.norm[i](x)
+            x = act(x)
         return self._low + (torch.tanh(self.mean(x)) + 1.0) * 0.5 * (self._high - self._low)
 
     def export_tensors(self) -> dict[str, np.ndarray]:

@@ -1,10 +1,13 @@
 """config.json of an exported policy: what the actor eats, what it outputs, how it is built.
 
 Tensor names in actor.safetensors (float32): `trunk.<i>.weight` (out, in) and `trunk.<i>.bias`
-for each hidden layer, `mean.weight` (action_dim, last hidden) and `mean.bias`, and, when
+for each hidden layer, with `layer_norm` also `norm.<i>.weight` and `norm.<i>.bias` (out,)
+applied before the activation; `mean.weight` (action_dim, last hidden) and `mean.bias`; with
+`stochastic` also `log_std.weight` and `log_std.bias` of the same shapes; and, when
 `obs_normalization` is set, `obs_mean` and `obs_std` (obs_dim,). The action is
-`low + (tanh(mean(h)) + 1) / 2 * (high - low)`, h the trunk output over the concatenated
-observation keys in `obs` order.
+`low + (tanh(u) + 1) / 2 * (high - low)`, h the trunk output over the concatenated observation
+keys in `obs` order, u = mean(h) (deterministic) or mean(h) + exp(clip(log_std(h), -5, 2)) * N(0, 1)
+when a stochastic policy explores (SAC's tanh-squashed Gaussian, as RLlib computes it).
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ class PolicyConfig(BaseModel):
     action_low: list[float]
     action_high: list[float]
     obs_normalization: bool = False
+    layer_norm: bool = False
+    layer_norm_eps: float = Field(1e-3, gt=0.0)
+    stochastic: bool = Field(False, description="has a log_std head: can sample exploratory actions")
     version: int = Field(0, ge=0, description="set by the registry when published")
     source: dict[str, Any] = Field(default_factory=dict, description="provenance (learner step, run...)")
 
@@ -61,9 +67,15 @@ class PolicyConfig(BaseModel):
         for i, h in enumerate(self.hidden):
             shapes[f"trunk.{i}.weight"] = (h, fan_in)
             shapes[f"trunk.{i}.bias"] = (h,)
+            if self.layer_norm:
+                shapes[f"norm.{i}.weight"] = (h,)
+                shapes[f"norm.{i}.bias"] = (h,)
             fan_in = h
         shapes["mean.weight"] = (self.action_dim, fan_in)
         shapes["mean.bias"] = (self.action_dim,)
+        if self.stochastic:
+            shapes["log_std.weight"] = (self.action_dim, fan_in)
+            shapes["log_std.bias"] = (self.action_dim,)
         if self.obs_normalization:
             shapes["obs_mean"] = (self.obs_dim,)
             shapes["obs_std"] = (self.obs_dim,)

@@ -24,7 +24,9 @@ class NumpyActor:
         self.version = config.version
         n = len(config.hidden)
         self._layers = [(tensors[f"trunk.{i}.weight"], tensors[f"trunk.{i}.bias"]) for i in range(n)]
+        self._norms = [(tensors[f"norm.{i}.weight"], tensors[f"norm.{i}.bias"]) for i in range(n)] if config.layer_norm else None
         self._mean = (tensors["mean.weight"], tensors["mean.bias"])
+        self._log_std = (tensors["log_std.weight"], tensors["log_std.bias"]) if config.stochastic else None
         self._norm = (tensors["obs_mean"], tensors["obs_std"]) if config.obs_normalization else None
         self._act = _ACT[config.activation]
         self._low = np.asarray(config.action_low, np.float32)
@@ -37,11 +39,22 @@ class NumpyActor:
             if shape is None or int(np.prod(shape)) != o.dim:
                 raise PolicyError(f"policy v{self.version} wants {o.key} of size {o.dim}; the robot has {shape}")
 
-    def act(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+    def act(self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None) -> np.ndarray:
+        """The deterministic action, or with `explore` a sample of a stochastic policy."""
         x = np.concatenate([np.asarray(obs[o.key], np.float32).reshape(-1) for o in self.config.obs])
         if self._norm is not None:
             x = (x - self._norm[0]) / self._norm[1]
-        for w, b in self._layers:
-            x = self._act(w @ x + b)
-        squashed = np.tanh(self._mean[0] @ x + self._mean[1])
+        for i, (w, b) in enumerate(self._layers):
+            x = w @ x + b
+            if self._norms is not None:
+                g, beta = self._norms[i]
+                x = (x - x.mean()) / np.sqrt(x.var() + self.config.layer_norm_eps) * g + beta
+            x = self._act(x)
+        u = self._mean[0] @ x + self._mean[1]
+        if explore:
+            if self._log_std is None:
+                raise PolicyError(f"policy v{self.version} is deterministic; it cannot explore")
+            log_std = np.clip(self._log_std[0] @ x + self._log_std[1], -5.0, 2.0)
+            u = u + np.exp(log_std) * (rng or np.random.default_rng()).standard_normal(u.shape)
+        squashed = np.tanh(u)
         return (self._low + (squashed + 1.0) * 0.5 * (self._high - self._low)).astype(np.float32)
