@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worldsample.errors import ConfigError
+from worldsample.loop.config import LoopConfig
 from worldsample.sim.config import ExpertConfig, InterventionConfig, SimArmConfig
 
 
@@ -36,6 +37,7 @@ class RunConfig(BaseModel):
     store: StoreConfig = StoreConfig()
     demos: DemoConfig = DemoConfig()
     intervention: InterventionConfig = InterventionConfig()
+    loop: LoopConfig = LoopConfig()
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:

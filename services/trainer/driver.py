@@ -1,0 +1,153 @@
+"""`worldsample train`: starts Ray and the loop's actors, and runs rounds until the budget is spent.
+
+With `robot="sim"` each round is lock-step, for reproducible benchmarks: one real episode from
+the sim actor, then `utd` learner updates per new real step, then (at their cadences) world-model
+post-training, synthesis, export of the policy and evaluation. With `robot="bridge"` the bridge
+commits real episodes on its own clock and the driver trains on whatever has arrived.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from services.trainer.state import load_checkpoint, save_checkpoint
+from services.trainer.workers import LearnerWorker, SimWorker, SynthWorker, WorldModelWorker
+from worldsample.config import RunConfig
+from worldsample.errors import RunDirectoryError
+from worldsample.runlog import ControlChannel, EventLog, MetricsWriter
+from worldsample.store import EpisodeStore
+
+log = logging.getLogger(__name__)
+NAMESPACE = "worldsample"
+
+
+@dataclass
+class TrainSummary:
+    real_steps: int = 0
+    episodes: int = 0
+    updates: int = 0
+    success_before: float | None = None
+    success_after: float | None = None
+    synthetic_share: float = 0.0
+    wm_versions: int = 0
+    evals: list[tuple[int, float]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _actor(ray, cls, name: str, *args):
+    """A named actor that Ray restarts if its process dies (state comes back from checkpoints)."""
+    return ray.remote(max_restarts=2, max_task_retries=0)(cls).options(name=name, namespace=NAMESPACE, num_cpus=0).remote(*args)
+
+
+def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | None = None,
+          on_round: Callable[[dict], None] | None = None) -> TrainSummary:
+    import ray
+
+    loop = cfg.loop
+    run_dir = Path(run_dir).resolve()
+    ckpt_root = run_dir / "trainer"
+    if ckpt_root.exists() and not resume:
+        raise RunDirectoryError(f"{run_dir} already has a trainer; pass --resume to continue it, or use a new run directory")
+    store = EpisodeStore(run_dir)
+    if "demo" not in store.groups:
+        raise RunDirectoryError(f"{run_dir} has no demonstrations; run `worldsample demos collect --out {run_dir}` first")
+    schema = store.schema("demo")
+    obs_dims = {k: int(np.prod(schema.keys[k].shape)) for k in loop.learner.obs_keys}
+    low, high = -np.ones(schema.action_dim, np.float32), np.ones(schema.action_dim, np.float32)
+
+    ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
+             ignore_reinit_error=True, **({} if address else {"num_cpus": 2}))
+    metrics, events, control = MetricsWriter(run_dir), EventLog(run_dir, source="trainer"), ControlChannel(run_dir)
+    summary = TrainSummary()
+    t0 = time.perf_counter()
+    try:
+        sim = _actor(ray, SimWorker, "sim", str(run_dir), cfg.env, loop, cfg.intervention) if loop.robot == "sim" else None
+        if sim is not None:
+            ray.get(sim.evaluate.remote(0, 0))  # creates the real group before the learner opens it
+        else:
+            store.ensure_group("real", schema)
+        learner = _actor(ray, LearnerWorker, "learner", str(run_dir), loop, obs_dims, low, high)
+        wm = _actor(ray, WorldModelWorker, "world_model", str(run_dir), loop) if loop.ppl.mode != "off" else None
+        synth = _actor(ray, SynthWorker, "synth", str(run_dir), loop, low, high) if loop.ppl.mode != "off" else None
+
+        start_episode, seen_steps = 0, 0
+        restored = load_checkpoint(ckpt_root) if resume else None
+        if restored:
+            parts, meta = restored
+            ray.get(learner.load_state.remote(parts["learner"]))
+            if synth is not None and "synth" in parts:
+                ray.get(synth.load_state.remote(parts["synth"]))
+            start_episode = int(meta["round"]) + 1
+            events.emit("resume", f"resumed at round {start_episode}", round=start_episode)
+        real = store.reader("real", cache=False)
+        real.refresh()
+        seen_steps = real.num_steps  # the store is the truth: episodes committed after the checkpoint count once
+        if sim is not None and loop.eval_episodes:
+            summary.success_before = ray.get(sim.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
+            metrics.log(seen_steps, {"eval/success_rate": summary.success_before})
+        paused = False
+        r = start_episode
+        while seen_steps < loop.real_steps:
+            for cmd in control.poll("trainer"):
+                if cmd.kind.value in ("pause", "resume", "estop"):
+                    paused = cmd.kind.value != "resume"
+                    events.emit(cmd.kind.value, f"training {'paused' if paused else 'resumed'} by request")
+                    control.ack("trainer", cmd)
+                else:
+                    control.ack("trainer", cmd, result="ignored", note="the trainer does not relabel committed episodes")
+            if paused:
+                time.sleep(0.5)
+                continue
+            row: dict = {}
+            if sim is not None:
+                row.update({f"episode/{k}": float(v) for k, v in ray.get(sim.episode.remote(loop.seed + r)).items() if v is not None})
+            real.refresh()
+            new = real.num_steps - seen_steps
+            seen_steps = real.num_steps
+            if new <= 0:
+                time.sleep(1.0)
+                continue
+            if wm is not None and r % loop.wm_every_episodes == 0:
+                row.update(ray.get(wm.train.remote()))
+            if synth is not None and r % loop.synth_every_episodes == 0:
+                row.update(ray.get(synth.generate.remote()))
+            row.update(ray.get(learner.train.remote(new * loop.learner.utd)))
+            if r % loop.export_every_episodes == 0:
+                row["policy/version"] = float(ray.get(learner.export.remote({"round": r, "real_steps": seen_steps})))
+            if sim is not None and loop.eval_episodes and (r + 1) % loop.eval_every_episodes == 0:
+                ev = ray.get(sim.evaluate.remote(loop.eval_episodes, 10_000))
+                row["eval/success_rate"] = ev["success_rate"]
+                summary.evals.append((seen_steps, ev["success_rate"]))
+            row["real_steps"] = float(seen_steps)
+            metrics.log(seen_steps, row)
+            summary.synthetic_share = row.get("batch/synthetic_share", summary.synthetic_share)
+            if r % loop.checkpoint_every_episodes == 0:
+                parts = {"learner": ray.get(learner.state.remote())}
+                if synth is not None:
+                    parts["synth"] = ray.get(synth.state.remote())
+                save_checkpoint(ckpt_root, r, parts, {"round": r, "real_steps": seen_steps, "real_episodes": real.num_episodes})
+            if on_round:
+                on_round(row)
+            r += 1
+        learner_state = ray.get(learner.state.remote())
+        save_checkpoint(ckpt_root, r, {"learner": learner_state, **({"synth": ray.get(synth.state.remote())} if synth else {})},
+                        {"round": r - 1, "real_steps": seen_steps, "real_episodes": real.num_episodes})
+        ray.get(learner.export.remote({"round": r, "real_steps": seen_steps, "final": True}))
+        if sim is not None and loop.eval_episodes:
+            summary.success_after = ray.get(sim.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
+            metrics.log(seen_steps, {"eval/success_rate": summary.success_after})
+            ray.get(sim.close.remote())
+        summary.real_steps, summary.episodes, summary.updates = seen_steps, real.num_episodes, int(learner_state["updates"])
+        events.emit("done", f"trained on {seen_steps} real steps")
+    finally:
+        metrics.close()
+        events.close()
+        ray.shutdown()
+    summary.seconds = time.perf_counter() - t0
+    return summary

@@ -1,0 +1,93 @@
+"""Trainer checkpoints without pickle: nested state dicts split into tensors (safetensors) and
+everything else (JSON). A checkpoint is a directory written under a temp name and renamed into
+place; `latest` names the newest one and is written last."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+from worldsample.errors import WorldSampleError
+
+_ARRAY = "__array__"
+_LIST = "__list__"
+
+
+class CheckpointError(WorldSampleError):
+    """A trainer checkpoint is missing or unreadable."""
+
+
+def split_state(state: Any, path: str = "", tensors: dict[str, np.ndarray] | None = None) -> tuple[Any, dict[str, np.ndarray]]:
+    """Replace every array leaf by a reference into `tensors`; the rest must be JSON-able."""
+    tensors = {} if tensors is None else tensors
+    if hasattr(state, "detach"):
+        state = state.detach().cpu().numpy()
+    if isinstance(state, np.ndarray):
+        key = path or "/"
+        tensors[key] = np.ascontiguousarray(state)
+        return {_ARRAY: key}, tensors
+    if isinstance(state, dict):
+        return {str(k): split_state(v, f"{path}/{k}", tensors)[0] for k, v in state.items()}, tensors
+    if isinstance(state, (list, tuple)):
+        return {_LIST: [split_state(v, f"{path}/{i}", tensors)[0] for i, v in enumerate(state)]}, tensors
+    if isinstance(state, np.generic):
+        return state.item(), tensors
+    return state, tensors
+
+
+def join_state(tree: Any, tensors: dict[str, np.ndarray]) -> Any:
+    if isinstance(tree, dict):
+        if _ARRAY in tree:
+            return tensors[tree[_ARRAY]]
+        if _LIST in tree:
+            return [join_state(v, tensors) for v in tree[_LIST]]
+        return {k: join_state(v, tensors) for k, v in tree.items()}
+    return tree
+
+
+def save_checkpoint(root: Path, step: int, parts: dict[str, Any], meta: dict[str, Any]) -> Path:
+    """Write parts (name -> nested state) as <name>.safetensors + <name>.json, then `latest`."""
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"ckpt_{step:09d}"
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+    try:
+        for name, state in parts.items():
+            tree, tensors = split_state(state)
+            save_file(tensors, str(tmp / f"{name}.safetensors"))
+            (tmp / f"{name}.json").write_text(json.dumps(tree))
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    latest_tmp = root / ".latest.tmp"
+    latest_tmp.write_text(final.name)
+    os.replace(latest_tmp, root / "latest")
+    return final
+
+
+def load_checkpoint(root: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(parts, meta) of the newest checkpoint, or None when there is none."""
+    pointer = root / "latest"
+    if not pointer.exists():
+        return None
+    path = root / pointer.read_text().strip()
+    try:
+        meta = json.loads((path / "meta.json").read_text())
+        parts = {}
+        for f in path.glob("*.json"):
+            if f.name == "meta.json":
+                continue
+            tensors = load_file(str(path / f"{f.stem}.safetensors"))
+            parts[f.stem] = join_state(json.loads(f.read_text()), tensors)
+    except (OSError, ValueError, KeyError) as e:
+        raise CheckpointError(f"trainer checkpoint {path} is unreadable: {e}") from e
+    return parts, meta

@@ -1,0 +1,46 @@
+"""`worldsample train RUN`: the real-synthetic loop on Ray (services/trainer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from worldsample.cli.common import ConfigOpt, SetOpt, console, friendly_errors
+
+
+def print_summary(s) -> None:
+    before = "-" if s.success_before is None else f"{100 * s.success_before:.0f}%"
+    after = "-" if s.success_after is None else f"{100 * s.success_after:.0f}%"
+    console.print(
+        f"[bold]trained[/] {s.real_steps} real steps ({s.episodes} episodes), {s.updates} updates in {s.seconds:.0f} s; "
+        f"success {before} -> {after}; synthetic share of the last batch {100 * s.synthetic_share:.0f}%"
+    )
+
+
+@friendly_errors
+def train(
+    run: Annotated[Path, typer.Argument(help="Run directory with demonstrations (worldsample demos collect).")],
+    robot: Annotated[str, typer.Option(help="sim: step the simulated arm in-process (lock-step); bridge: learn from what the bridge commits.")] = "sim",
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run's trainer from its latest checkpoint.")] = False,
+    address: Annotated[str | None, typer.Option(help="Ray cluster address; default: start a local Ray.")] = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Online RL with world-model augmentation and Policy-Paced Learning."""
+    from services.trainer.driver import train as run_train
+    from worldsample.config import load_config
+
+    cfg = load_config(config, [*(set_ or []), f"loop.robot={robot}"])
+    with console.status("training...") as status:
+        def on_round(row: dict) -> None:
+            sr = row.get("eval/success_rate")
+            status.update(
+                f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  updates {int(row.get('learner/updates', 0))}  "
+                f"qf_loss {row.get('qf_loss', float('nan')):.3f}  synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
+                + (f"  eval success {100 * sr:.0f}%" if sr is not None else "")
+            )
+
+        summary = run_train(run, cfg, resume=resume, address=address, on_round=on_round)
+    print_summary(summary)

@@ -1,0 +1,43 @@
+"""Settings of `worldsample train`: budget, rates of each actor, and the parts' own configs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from worldsample.learner.config import LearnerConfig
+from worldsample.ppl.config import PPLConfig
+from worldsample.synth.config import SynthConfig
+from worldsample.world_model.config import WorldModelConfig
+
+
+def _small_world_model() -> WorldModelConfig:
+    """CPU-sized continual post-training: a few hundred steps per round."""
+    cfg = WorldModelConfig(image_keys=[], vector_keys={"state": 39})
+    cfg.train.ae_steps, cfg.train.dyn_steps, cfg.train.batch = 150, 150, 32
+    cfg.train.groups = {"demo": 1.0}
+    return cfg
+
+
+class LoopConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    robot: Literal["sim", "bridge"] = Field("sim", description="sim: a local actor steps the simulated arm; bridge: learn from what the bridge commits")
+    real_steps: int = Field(3000, ge=1, description="budget of real environment steps")
+    reward_scale: float = Field(0.1, gt=0.0, description="the learner sees the task's reward times this")
+    explore: bool = Field(True, description="the robot samples from the stochastic policy")
+    interventions: bool = Field(False, description="a simulated human takes over when the policy strays (sim only)")
+    eval_episodes: int = Field(10, ge=0)
+    eval_every_episodes: int = Field(10, ge=1)
+    export_every_episodes: int = Field(1, ge=1)
+    wm_every_episodes: int = Field(10, ge=1, description="continual world-model post-training cadence")
+    synth_every_episodes: int = Field(2, ge=1)
+    synth_branches: int = Field(32, ge=1)
+    checkpoint_every_episodes: int = Field(5, ge=1)
+    min_real_for_learning: int = Field(256, ge=1, description="transitions (demo + online) before the first update")
+    seed: int = 0
+    learner: LearnerConfig = LearnerConfig()
+    ppl: PPLConfig = PPLConfig()
+    synth: SynthConfig = SynthConfig()
+    world_model: WorldModelConfig = Field(default_factory=_small_world_model)

@@ -1,0 +1,142 @@
+"""The synthesiser: branch points from recent real episodes -> perturbed actions -> imagined
+rollouts -> filtered, labelled synthetic episodes in the store's `synthetic` group.
+
+Each synthetic episode keeps its provenance (source group, episode and branch step, world-model
+version). Its first observation is the real one it branched from; the rest are imagined. Rewards
+and success come from the world model's heads; a predicted success ends the episode (terminal),
+as it ends a real one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from worldsample.errors import EpisodeRejected
+from worldsample.store import EpisodeStore, GroupSchema, KeySpec, SourceRef
+from worldsample.synth.branching import perturb_actions
+from worldsample.synth.config import SynthConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SynthStats:
+    branches: int = 0
+    written: int = 0
+    steps: int = 0
+    successes: int = 0
+    dropped: dict[str, int] = field(default_factory=lambda: {"non_finite": 0, "out_of_bounds": 0, "uncertain": 0, "rejected": 0})
+
+    def add(self, other: SynthStats) -> None:
+        self.branches += other.branches
+        self.written += other.written
+        self.steps += other.steps
+        self.successes += other.successes
+        for k, v in other.dropped.items():
+            self.dropped[k] += v
+
+
+def synthetic_schema(image_keys: list[str], vector_keys: dict[str, int], image_size: int, action_dim: int) -> GroupSchema:
+    obs = {k: KeySpec(dtype="uint8", shape=(image_size, image_size, 3), kind="image", camera=k.removeprefix("image_")) for k in image_keys}
+    obs.update({k: KeySpec(dtype="float32", shape=(n,), finite=True) for k, n in vector_keys.items()})
+    return GroupSchema.build(obs, action_dim)
+
+
+class Synthesiser:
+    """`imaginer` is a `worldsample.world_model.Imaginer` (or anything with its `rollout`)."""
+
+    def __init__(self, store: EpisodeStore, imaginer, cfg: SynthConfig, action_low: np.ndarray, action_high: np.ndarray):
+        self.store, self.im, self.cfg = store, imaginer, cfg
+        wm = imaginer.cfg
+        self.keys = [*wm.image_keys, *wm.vector_keys]
+        self.low, self.high = np.asarray(action_low, np.float32), np.asarray(action_high, np.float32)
+        self.readers = {g: store.reader(g, keys=self.keys) for g in cfg.groups if g in store.groups}
+        store.ensure_group("synthetic", synthetic_schema(wm.image_keys, dict(wm.vector_keys), wm.image_size, wm.action_dim))
+        self.rng = np.random.default_rng(cfg.seed)
+
+    def real_steps(self) -> int:
+        return sum(r.num_steps for g, r in self.readers.items() if g == "real")
+
+    def _branch_points(self, n: int) -> list[tuple[str, int, int]]:
+        """(group, episode, step) uniform over steps of recent episodes with room for a segment."""
+        need = self.cfg.horizon + 1
+        cands = []
+        for g, r in self.readers.items():
+            r.refresh()
+            for rec in r.episode_records()[-self.cfg.recent_episodes:]:
+                if rec.length >= need:
+                    cands.append((g, rec.episode, rec.length - need + 1))
+        if not cands:
+            return []
+        weights = np.array([c[2] for c in cands], float)
+        picks = self.rng.choice(len(cands), size=n, p=weights / weights.sum())
+        return [(cands[i][0], cands[i][1], int(self.rng.integers(0, cands[i][2]))) for i in picks]
+
+    def _gather(self, points):
+        k, h = self.cfg.context, self.cfg.horizon + 1
+        ctx = {key: [] for key in self.keys}
+        ctx_act, seg = [], []
+        for g, ep, t in points:
+            data = self.readers[g].episode(ep, keys=[*self.keys, "action"])
+            rows = np.maximum(np.arange(t - k + 1, t + 1), 0)
+            for key in self.keys:
+                ctx[key].append(data[key][rows])
+            past = data["action"][rows[:-1]] * (np.arange(t - k + 1, t)[:, None] >= 0)  # zero before the start
+            ctx_act.append(past)
+            seg.append(data["action"][t : t + h])
+        return {key: np.stack(v) for key, v in ctx.items()}, np.stack(ctx_act), np.stack(seg)
+
+    def generate(self, n_branches: int, wm_version: int, domain: int = 0) -> SynthStats:
+        """Imagine up to `n_branches` branches and write the ones that pass the filters."""
+        stats = SynthStats()
+        points = self._branch_points(n_branches)
+        if not points:
+            return stats
+        with self.store.writer("synthetic") as w:
+            for i in range(0, len(points), self.cfg.batch):
+                stats.add(self._batch(points[i : i + self.cfg.batch], w, wm_version, domain))
+        return stats
+
+    def _batch(self, points, writer, wm_version: int, domain: int) -> SynthStats:
+        cfg, st = self.cfg, SynthStats(branches=len(points))
+        context, ctx_actions, segment = self._gather(points)
+        actions = perturb_actions(segment, self.rng, cfg.scale, cfg.sigma, self.low, self.high)
+        roll = self.im.rollout(context, actions, context_actions=ctx_actions if cfg.context > 1 else None, domain=domain,
+                               seed=int(self.rng.integers(2**31)), uncertainty=cfg.max_uncertainty is not None)
+        for b, (g, ep, t) in enumerate(points):
+            obs = {key: np.concatenate([context[key][b, -1:], roll.frames[key][b, :-1]]) for key in self.keys}
+            reward, success = roll.reward[b], roll.success[b] > cfg.success_threshold
+            why = self._reject_reason(obs, reward, roll, b)
+            if why:
+                st.dropped[why] += 1
+                continue
+            end = int(np.argmax(success)) + 1 if success.any() else len(reward)
+            done = np.zeros(end, bool)
+            done[-1] = bool(success[:end].any())
+            step = {**{key: v[:end] for key, v in obs.items()}, "action": actions[b, :end], "reward": reward[:end],
+                    "done": done, "success": success[:end]}
+            unc = float(roll.uncertainty[b].mean()) if roll.uncertainty is not None else None
+            try:
+                writer.append_episode(step, wm_version=wm_version, domain="synthetic", source=SourceRef(group=g, episode=ep, step=t),
+                                      extra={"uncertainty": unc})
+            except EpisodeRejected as e:
+                log.warning("synthetic episode rejected: %s", e)
+                st.dropped["rejected"] += 1
+                continue
+            st.written += 1
+            st.steps += end
+            st.successes += int(done[-1])
+        return st
+
+    def _reject_reason(self, obs, reward, roll, b) -> str | None:
+        vectors = [v for k, v in obs.items() if not k.startswith("image_")]
+        if not np.isfinite(reward).all() or not all(np.isfinite(v).all() for v in vectors):
+            return "non_finite"
+        if any(np.abs(v).max() > self.cfg.max_abs_vector for v in vectors):
+            return "out_of_bounds"
+        if self.cfg.max_uncertainty is not None and roll.uncertainty is not None and roll.uncertainty[b].max() > self.cfg.max_uncertainty:
+            return "uncertain"
+        return None
