@@ -13,8 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# Rendering needs EGL (headless OpenGL); installed only if missing.
+# Rendering needs EGL (headless OpenGL), the browser test Debian's chromium; installed only if missing.
 system-deps:
+	@if ! command -v chromium >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
 	@if ! ldconfig -p | grep -q libEGL_mesa.so.0 || ! ldconfig -p | grep -q libOpenGL.so.0; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri libopengl0 >/dev/null; \
 	fi

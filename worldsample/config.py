@@ -67,6 +67,13 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def format_validation_error(e: ValidationError) -> str:
     lines = []
     for err in e.errors():
@@ -87,7 +94,9 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None) ->
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping at the top level")
         data = loaded or {}
-    data = apply_overrides(data, overrides or [])
+    # nested sections start from their defaults, so `--set loop.world_model.train.ae_steps=20`
+    # changes one field instead of replacing a whole section built by a default factory
+    data = apply_overrides(deep_merge(RunConfig().model_dump(mode="json"), data), overrides or [])
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:

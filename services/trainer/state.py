@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from worldsample.errors import WorldSampleError
@@ -88,6 +89,6 @@ def load_checkpoint(root: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
                 continue
             tensors = load_file(str(path / f"{f.stem}.safetensors"))
             parts[f.stem] = join_state(json.loads(f.read_text()), tensors)
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, SafetensorError) as e:
         raise CheckpointError(f"trainer checkpoint {path} is unreadable: {e}") from e
     return parts, meta

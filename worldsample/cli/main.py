@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from worldsample import __version__
-from worldsample.cli import bridge_cmd, demos_cmd, run_cmd, store_cmd, train_cmd
+from worldsample.cli import bridge_cmd, dashboard_cmd, demos_cmd, run_cmd, store_cmd, train_cmd
 from worldsample.cli.common import setup_logging
 
 app = typer.Typer(
@@ -19,6 +19,7 @@ app.add_typer(store_cmd.app, name="store")
 app.add_typer(demos_cmd.app, name="demos")
 app.command("run")(run_cmd.run)
 app.command("train")(train_cmd.train)
+app.command("dashboard")(dashboard_cmd.dashboard)
 app.command("sim-robot")(bridge_cmd.sim_robot)
 app.command("bridge")(bridge_cmd.bridge)
 app.add_typer(bridge_cmd.bag_app, name="bag")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsample.learner.config import LearnerConfig
 from worldsample.ppl.config import PPLConfig
@@ -41,3 +41,11 @@ class LoopConfig(BaseModel):
     ppl: PPLConfig = PPLConfig()
     synth: SynthConfig = SynthConfig()
     world_model: WorldModelConfig = Field(default_factory=_small_world_model)
+
+    @model_validator(mode="after")
+    def _world_model_sees_what_the_learner_sees(self) -> LoopConfig:
+        # synthetic episodes must carry the learner's observation keys; sizes come from the store
+        missing = {k: 1 for k in self.learner.obs_keys if k not in self.world_model.vector_keys}
+        if missing:
+            self.world_model.vector_keys = {**self.world_model.vector_keys, **missing}
+        return self

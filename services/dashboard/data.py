@@ -1,0 +1,178 @@
+"""The run's episode store as the dashboard sees it: cached readers, records and frames.
+
+Readers are opened without step caches (the dashboard reads single episodes on demand) and
+refreshed at most every `store_refresh_min_s`, so a burst of requests lists the commit
+directory once. Frames are read one time-chunk at a time (episodes start on chunk
+boundaries, so a chunk of an episode is one zarr chunk): fifty viewers of fifty episodes need
+fifty chunks in RAM, not fifty whole episodes. Decoded blocks and encoded images live in
+byte-bounded LRUs; committed episodes never change, so cached data stays valid until
+retention drops the episode.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from services.dashboard.cache import ByteLRU
+from services.dashboard.errors import NotFound
+from services.dashboard.settings import DashboardSettings
+from worldsample.errors import StoreError
+from worldsample.store import EpisodeRecord, EpisodeStore, GroupSchema
+from worldsample.store.layout import open_arrays
+from worldsample.store.lock import WriterLock
+from worldsample.store.reader import GroupReader
+
+log = logging.getLogger(__name__)
+
+
+class RunData:
+    def __init__(self, run_dir: Path, settings: DashboardSettings):
+        self.run_dir = Path(run_dir)
+        self._min_interval = settings.store_refresh_min_s
+        self._store: EpisodeStore | None = None
+        self._readers: dict[str, GroupReader] = {}
+        self._arrays: dict[str, dict[str, zarr.Array]] = {}
+        self._lock = threading.RLock()
+        self._last_refresh = -1e9
+        self.version = 0  # bumped whenever the set of committed episodes changes
+        budget = settings.frame_cache_mb << 20
+        self.arrays = ByteLRU(budget * 3 // 4)  # decoded frames and step arrays
+        self.images = ByteLRU(budget // 4)  # encoded JPEG/PNG bytes
+
+    # -- refreshing ----------------------------------------------------------------------------
+    def refresh(self, force: bool = False) -> bool:
+        """Pick up new commits (throttled). True when the episode set changed."""
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._last_refresh < self._min_interval:
+                return False
+            self._last_refresh = now
+            if self._store is None:
+                try:
+                    self._store = EpisodeStore(self.run_dir)
+                except StoreError:
+                    return False  # no store yet: a run that has not recorded anything
+            changed = False
+            for g in self._store.groups:
+                r = self._readers.get(g)
+                if r is None:
+                    r = self._readers[g] = self._store.reader(g, cache=False)
+                    changed = changed or r.num_episodes > 0
+                    continue
+                before = set(r.records)
+                r.refresh()
+                gone = before - set(r.records)
+                if gone:
+                    self.arrays.discard(lambda k, g=g, gone=gone: k[0] == g and k[1] in gone)
+                    self.images.discard(lambda k, g=g, gone=gone: k[0] == g and k[1] in gone)
+                changed = changed or bool(gone) or len(r.records) != len(before)
+            if changed:
+                self.version += 1
+            return changed
+
+    # -- queries -------------------------------------------------------------------------------
+    @property
+    def has_store(self) -> bool:
+        return self._store is not None
+
+    def groups(self) -> list[str]:
+        self.refresh()
+        with self._lock:
+            return list(self._readers)
+
+    def reader(self, group: str) -> GroupReader:
+        self.refresh()
+        with self._lock:
+            r = self._readers.get(group)
+        if r is None:
+            raise NotFound(
+                f"group {group!r} has no data in this run; groups with data: {list(self._readers) or 'none'}"
+            )
+        return r
+
+    def schema(self, group: str) -> GroupSchema:
+        return self.reader(group).schema
+
+    def records(self, group: str | None = None) -> list[tuple[str, EpisodeRecord]]:
+        groups = [group] if group is not None else self.groups()
+        out = []
+        for g in groups:
+            r = self.reader(g)
+            with self._lock:
+                out.extend((g, rec) for rec in r.episode_records())
+        return out
+
+    def record(self, group: str, episode: int) -> EpisodeRecord:
+        r = self.reader(group)
+        rec = r.records.get(episode)
+        if rec is None:
+            raise NotFound(f"{group}/{episode}: no such committed episode (ids in {group}: {_id_span(r)})")
+        return rec
+
+    def writer_active(self, group: str) -> bool:
+        return WriterLock(self.run_dir / "store" / group / "writer.lock", group).is_locked_elsewhere()
+
+    # -- data ----------------------------------------------------------------------------------
+    def steps(self, group: str, episode: int, key: str) -> np.ndarray:
+        """One per-step array of an episode (cached)."""
+        self.record(group, episode)
+        if key not in self.schema(group).keys:
+            raise NotFound(f"group {group!r} has no key {key!r}")
+        return self.arrays.get_or_load((group, episode, key), lambda: self._read(group, episode, key))
+
+    def camera_key(self, group: str, camera: str) -> str:
+        cams = self.schema(group).cameras
+        if camera not in cams:
+            raise NotFound(f"group {group!r} has no camera {camera!r}; cameras: {cams or 'none'}")
+        return f"image_{camera}"
+
+    def frame(self, group: str, episode: int, camera: str, t: int) -> np.ndarray:
+        """Frame t of one camera, (H, W, C) uint8, from its cached time-chunk."""
+        key = self.camera_key(group, camera)
+        c = self.schema(group).chunk_len
+        return self._block(group, episode, key, t // c)[t % c]
+
+    def frames(self, group: str, episode: int, camera: str, start: int, stop: int) -> np.ndarray:
+        """Frames start..stop-1 of one camera, (N, H, W, C) uint8."""
+        key = self.camera_key(group, camera)
+        c = self.schema(group).chunk_len
+        blocks = [self._block(group, episode, key, b) for b in range(start // c, (stop - 1) // c + 1)]
+        first = (start // c) * c
+        return np.concatenate(blocks)[start - first : stop - first]
+
+    def _block(self, group: str, episode: int, key: str, index: int) -> np.ndarray:
+        rec = self.record(group, episode)
+        return self.arrays.get_or_load((group, episode, key, index), lambda: self._read_block(group, rec, key, index))
+
+    def _read_block(self, group: str, rec: EpisodeRecord, key: str, index: int) -> np.ndarray:
+        c = self.schema(group).chunk_len
+        lo, hi = rec.start + index * c, min(rec.end, rec.start + (index + 1) * c)
+        arrays = self._arrays.get(group)
+        if arrays is None or arrays[key].shape[0] < hi:  # first use, or the writer grew the arrays
+            with self._lock:
+                arrays = self._arrays[group] = open_arrays(self.run_dir / "store" / group, self.schema(group), mode="r")
+        block = arrays[key][lo:hi]
+        if not (self.run_dir / "store" / group / "commits" / f"{rec.episode:09d}.json").exists():
+            raise NotFound(f"{group}/{rec.episode} was dropped by retention while it was read")
+        block.setflags(write=False)
+        return block
+
+    def _read(self, group: str, episode: int, key: str) -> np.ndarray:
+        try:
+            arr = self.reader(group).episode(episode, keys=[key])[key]
+        except StoreError as e:
+            raise NotFound(f"{group}/{episode} cannot be read now (dropped by retention?): {e}") from e
+        arr.setflags(write=False)
+        return arr
+
+
+def _id_span(r: GroupReader) -> str:
+    if not r.records:
+        return "none"
+    return f"{min(r.records)}..{max(r.records)}, {len(r.records)} committed"

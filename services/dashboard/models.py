@@ -1,0 +1,218 @@
+"""Response and request bodies of the API (they make the OpenAPI schema precise)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from worldsample.runlog.control import Ack, ControlKind
+from worldsample.runlog.status import RobotState
+from worldsample.store.layout import Provenance
+from worldsample.store.records import SourceRef
+
+# -- run overview ------------------------------------------------------------------------------
+
+
+class GroupSummary(BaseModel):
+    name: str
+    episodes: int
+    steps: int
+    success_rate: float | None
+    mean_return: float | None
+    interventions: int
+    cameras: list[str]
+    image_size: list[int] | None = Field(None, description="[height, width, channels] of every camera")
+    writer_active: bool
+    last_episode_end: float | None
+
+
+class ServiceView(BaseModel):
+    name: str
+    state: str
+    heartbeat: float
+    age_s: float
+    stale: bool
+    detail: str
+
+
+class MetricsSummary(BaseModel):
+    rows: int
+    names: list[str]
+    malformed: int
+    last_step: int | None
+    last_time: float | None
+
+
+class ControlView(BaseModel):
+    id: str
+    kind: ControlKind
+    time: float
+    expires: float | None
+    source: str
+    reason: str
+    group: str | None
+    episode: int | None
+    success: bool | None
+    acks: list[Ack]
+
+
+class RunOverview(BaseModel):
+    run: str
+    now: float
+    status_source: Literal["status.json", "derived"]
+    phase: str
+    paused: bool
+    learner_step: int | None
+    real_steps: int | None
+    policy_version: int | None
+    wm_version: int | None
+    robot: RobotState | None
+    services: list[ServiceView]
+    groups: list[GroupSummary]
+    metrics: MetricsSummary
+    events: int
+    world_model: bool
+    policies: int
+    reports: int
+    recent_controls: list[ControlView]
+
+
+# -- episodes ----------------------------------------------------------------------------------
+
+
+class EpisodeSummary(BaseModel):
+    group: str
+    episode: int
+    length: int
+    episode_return: float
+    success: bool
+    terminated: bool
+    interventions: int
+    policy_version: int | None
+    wm_version: int | None
+    domain: str
+    cameras: list[str]
+    source: SourceRef | None
+    wall_time_start: float
+    wall_time_end: float
+
+
+class EpisodePage(BaseModel):
+    total: int
+    offset: int
+    limit: int
+    items: list[EpisodeSummary]
+
+
+class KeyInfo(BaseModel):
+    name: str
+    dtype: str
+    shape: list[int]
+    kind: str
+    camera: str | None
+
+
+class EpisodeDetail(EpisodeSummary):
+    keys: list[KeyInfo]
+    domain_info: dict[str, Any]
+    extra: dict[str, Any]
+
+
+class StepsPage(BaseModel):
+    group: str
+    episode: int
+    start: int
+    stop: int
+    length: int
+    data: dict[str, list[Any]] = Field(description="key -> one value per step (numbers, lists of numbers or booleans)")
+
+
+# -- metrics and events ------------------------------------------------------------------------
+
+
+class Series(BaseModel):
+    step: list[float]
+    time: list[float]
+    value: list[float | None] = Field(description="null where the logged value was NaN or infinite")
+
+
+class MetricsSeries(BaseModel):
+    series: dict[str, Series]
+    rows: int
+    malformed: int
+
+
+class LatestValue(BaseModel):
+    step: float
+    value: float | None
+
+
+class MetricsLatest(BaseModel):
+    names: list[str]
+    latest: dict[str, LatestValue]
+    rows: int
+    malformed: int
+
+
+class EventView(BaseModel):
+    time: float
+    kind: str
+    level: str
+    source: str
+    message: str
+    data: dict[str, Any]
+
+
+class EventPage(BaseModel):
+    total: int
+    malformed: int
+    items: list[EventView]
+
+
+# -- control -----------------------------------------------------------------------------------
+
+
+class ControlBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field("", max_length=500, description="why (shown in the run's control history)")
+
+
+class LabelBody(ControlBody):
+    group: Provenance
+    episode: int = Field(ge=0, le=2**53)
+    success: bool
+
+
+# -- policies and reports ----------------------------------------------------------------------
+
+
+class PolicyEntry(BaseModel):
+    name: str
+    modified: float
+    size_bytes: int
+    files: list[str]
+    meta: dict[str, Any]
+
+
+class ReportEntry(BaseModel):
+    name: str
+    modified: float
+    size_bytes: int
+    summary: dict[str, Any]
+
+
+class ComparisonRow(BaseModel):
+    policy: str
+    source: str = Field(description="where the figures come from: store/<group> or report/<name>")
+    episodes: int | None
+    success_rate: float | None
+    mean_return: float | None
+    mean_length: float | None
+    interventions_per_episode: float | None
+
+
+class PolicyOverview(BaseModel):
+    policies: list[PolicyEntry]
+    reports: list[ReportEntry]
+    comparison: list[ComparisonRow]

@@ -1,0 +1,109 @@
+// Talking to the API: JSON, images and live updates, with the bearer token when one is set.
+// The token lives in sessionStorage (this tab only) and only ever goes in the Authorization header.
+
+const TOKEN_KEY = "worldsample-dashboard-token";
+
+export const token = {
+  get: () => sessionStorage.getItem(TOKEN_KEY) || "",
+  set: (t) => (t ? sessionStorage.setItem(TOKEN_KEY, t) : sessionStorage.removeItem(TOKEN_KEY)),
+};
+
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(`${status}: ${detail}`);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+function headers(extra = {}) {
+  const h = { ...extra };
+  const t = token.get();
+  if (t) h.Authorization = `Bearer ${t}`;
+  return h;
+}
+
+async function fail(resp) {
+  let detail = resp.statusText;
+  try {
+    const body = await resp.json();
+    detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+  } catch (_) { /* not JSON */ }
+  return new ApiError(resp.status, detail);
+}
+
+export async function getJSON(path, opts = {}) {
+  const resp = await fetch(path, { headers: headers(), signal: opts.signal });
+  if (!resp.ok) throw await fail(resp);
+  return resp.json();
+}
+
+export async function postJSON(path, body) {
+  const resp = await fetch(path, {
+    method: "POST",
+    headers: headers({ "Content-Type": "application/json" }),
+    body: JSON.stringify(body || {}),
+  });
+  if (!resp.ok) throw await fail(resp);
+  return resp.json();
+}
+
+// An image as an ImageBitmap, with the response headers (contact-sheet layout).
+export async function getBitmap(path, opts = {}) {
+  const resp = await fetch(path, { headers: headers(), signal: opts.signal });
+  if (!resp.ok) throw await fail(resp);
+  const bitmap = await createImageBitmap(await resp.blob());
+  return { bitmap, headers: resp.headers };
+}
+
+// Server-sent events over fetch (EventSource cannot send an Authorization header).
+// handlers: {eventName: fn(data)}; onState(connected:boolean). Reconnects with backoff.
+export function subscribe(path, handlers, onState) {
+  let stopped = false;
+  let delay = 500;
+  const run = async () => {
+    while (!stopped) {
+      try {
+        const resp = await fetch(path, { headers: headers({ Accept: "text/event-stream" }) });
+        if (!resp.ok) throw await fail(resp);
+        onState(true);
+        delay = 500;
+        const reader = resp.body.getReader();
+        const dec = new TextDecoder();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done || stopped) break;
+          buf += dec.decode(value, { stream: true });
+          let cut;
+          while ((cut = buf.indexOf("\n\n")) >= 0) {
+            dispatch(buf.slice(0, cut), handlers);
+            buf = buf.slice(cut + 2);
+          }
+        }
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 401 && handlers.unauthorized) handlers.unauthorized(err);
+      }
+      onState(false);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10000);
+    }
+  };
+  run();
+  return () => { stopped = true; };
+}
+
+function dispatch(block, handlers) {
+  let event = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith("event:")) event = line.slice(6).trim();
+    else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+  }
+  if (!data.length || !handlers[event]) return;
+  try {
+    handlers[event](JSON.parse(data.join("\n")));
+  } catch (err) {
+    console.error("bad live update", event, err);
+  }
+}

@@ -1,0 +1,257 @@
+// The dashboard page: run status, live curves, episode browser and player, policies, controls.
+
+import { ApiError, getJSON, postJSON, subscribe, token } from "./api.js";
+import { Charts, StoreCharts } from "./charts.js";
+import { ago, bytes, clock, esc, int, num, pct } from "./format.js";
+import { Player } from "./player.js";
+
+const $ = (sel) => document.querySelector(sel);
+const state = { overview: null, page: 0, pageSize: 40, selected: null, episodesVersion: -1 };
+
+// -- feedback ---------------------------------------------------------------------------------
+let toastTimer;
+function toast(text, kind = "") {
+  const el = $("#toast");
+  el.textContent = text;
+  el.className = `hint ${kind}`;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.textContent = ""; }, 6000);
+}
+
+// -- tabs -------------------------------------------------------------------------------------
+function showTab(name) {
+  document.querySelectorAll("#tabs button[data-tab]").forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
+  document.querySelectorAll(".tab").forEach((s) => s.classList.toggle("active", s.id === `tab-${name}`));
+  history.replaceState(null, "", `#${name}`);
+  if (name === "run") charts.drawAll();
+  if (name === "episodes") { loadEpisodes(); player.drawTraces(); }
+  if (name === "policies") loadPolicies();
+}
+document.querySelectorAll("#tabs button[data-tab]").forEach((b) => (b.onclick = () => showTab(b.dataset.tab)));
+
+// -- token and controls ---------------------------------------------------------------------
+function askToken() {
+  return new Promise((resolve) => {
+    const dlg = $("#token-dialog");
+    $("#token-input").value = token.get();
+    dlg.onclose = () => {
+      if (dlg.returnValue === "ok") token.set($("#token-input").value.trim());
+      resolve(token.get());
+    };
+    dlg.showModal();
+  });
+}
+$("#token-btn").onclick = () => askToken();
+
+async function control(path, body = {}) {
+  if (!token.get() && !(await askToken())) { toast("no token: control not sent", "error"); return null; }
+  try {
+    const cmd = await postJSON(`/api/control/${path}`, body);
+    toast(`${cmd.kind.replace("_", " ")} requested (${cmd.id.slice(0, 8)})`, "good");
+    refreshOverview();
+    return cmd;
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+      token.set("");
+      toast(`${err.detail}: set the token and try again`, "error");
+    } else toast(String(err.detail || err), "error");
+    return null;
+  }
+}
+document.querySelectorAll("[data-control]").forEach((b) => {
+  b.onclick = () => {
+    const what = b.dataset.control;
+    if (what === "estop") return control("estop", { reason: "dashboard e-stop button" });
+    if (what === "episode/start" && !confirm("Start a real episode on the robot?")) return;
+    return control(what);
+  };
+});
+
+// -- overview ---------------------------------------------------------------------------------
+function renderOverview(ov) {
+  state.overview = ov;
+  $("#run-name").textContent = ov.run;
+  const phase = $("#phase");
+  phase.textContent = ov.paused && ov.phase !== "paused" ? `${ov.phase} · paused` : ov.phase;
+  phase.className = `badge ${ov.robot?.estop ? "estopped" : ov.paused ? "paused" : ov.phase}`;
+  const robot = $("#robot");
+  if (!ov.robot) { robot.textContent = "no bridge"; robot.className = "pill muted"; }
+  else if (ov.robot.estop) { robot.textContent = "E-STOP"; robot.className = "pill bad"; }
+  else if (ov.robot.connected) {
+    const hz = ov.robot.control_hz ? ` ${num(ov.robot.control_hz, 1)} Hz` : "";
+    robot.textContent = `connected${hz}`; robot.className = "pill ok";
+  } else { robot.textContent = "disconnected"; robot.className = "pill bad"; }
+  $("#kpi-step").textContent = int(ov.learner_step);
+  $("#kpi-real").textContent = int(ov.real_steps);
+  $("#kpi-policy").textContent = ov.policy_version === null ? "–" : `v${ov.policy_version}`;
+  $("#kpi-wm").textContent = ov.wm_version === null ? (ov.world_model ? "ckpt" : "–") : `v${ov.wm_version}`;
+  $("#kpi-episodes").textContent = int(ov.groups.reduce((a, g) => a + g.episodes, 0));
+
+  $("#groups-table tbody").innerHTML = ov.groups.length ? ov.groups.map((g) => `<tr>
+      <td>${esc(g.name)}</td><td class="num">${int(g.episodes)}</td><td class="num">${int(g.steps)}</td>
+      <td class="num">${pct(g.success_rate)}</td><td class="num">${num(g.mean_return)}</td><td class="num">${int(g.interventions)}</td>
+      <td>${esc(g.cameras.join(", ") || "–")}${g.image_size ? ` <span class="muted">${g.image_size[0]}×${g.image_size[1]}</span>` : ""}</td>
+      <td>${g.writer_active ? '<span class="pill ok">active</span>' : '<span class="muted">–</span>'}</td></tr>`).join("")
+    : '<tr><td colspan="8" class="muted">no episodes stored yet</td></tr>';
+
+  $("#services-table tbody").innerHTML = ov.services.length ? ov.services.map((s) => `<tr>
+      <td>${esc(s.name)}</td><td><span class="pill ${s.stale ? "bad" : s.state === "running" ? "ok" : "muted"}">${s.stale ? "stale" : esc(s.state)}</span></td>
+      <td class="num">${ago(s.heartbeat, ov.now)}</td><td class="wrap">${esc(s.detail)}</td></tr>`).join("")
+    : '<tr><td colspan="4" class="muted">no service has reported (no RUN/status.json)</td></tr>';
+  $("#status-source").textContent = ov.status_source === "derived"
+    ? "status derived from the store; services write RUN/status.json when they run"
+    : `status from RUN/status.json · metrics ${int(ov.metrics.rows)} rows${ov.metrics.malformed ? `, ${ov.metrics.malformed} malformed skipped` : ""}`;
+
+  $("#control-table tbody").innerHTML = ov.recent_controls.length ? ov.recent_controls.map((c) => {
+    const what = c.kind === "label" ? `label ${esc(c.group)}/${c.episode} ${c.success ? "success" : "failure"}` : c.kind.replace("_", " ");
+    const acks = c.acks.length ? c.acks.map((a) => `<span class="pill ${a.result === "done" ? "ok" : "muted"}">${esc(a.consumer)}: ${esc(a.result)}</span>`).join(" ") : '<span class="muted">pending</span>';
+    return `<tr><td class="num">${clock(c.time)}</td><td>${c.kind === "estop" ? '<b class="bad-mark">E-STOP</b>' : what}</td><td>${acks}</td></tr>`;
+  }).join("") : '<tr><td colspan="3" class="muted">none</td></tr>';
+}
+
+async function refreshOverview() {
+  try { renderOverview(await getJSON("/api/run")); } catch (err) { readFailed(err); }
+}
+
+async function readFailed(err) {
+  if (err instanceof ApiError && err.status === 401) {
+    toast("this dashboard needs the token to read: set it", "error");
+    if (await askToken()) location.reload();
+  } else console.error(err);
+}
+
+// -- events -----------------------------------------------------------------------------------
+function addEvents(items, prepend = true) {
+  const log = $("#events");
+  const html = items.map((e) => `<div class="${esc(e.level)}"><span class="t">${clock(e.time)}</span><span class="k">${esc(e.kind)}</span>${esc(e.source ? `[${e.source}] ` : "")}${esc(e.message)}</div>`);
+  if (prepend) log.insertAdjacentHTML("afterbegin", html.reverse().join(""));
+  else log.innerHTML = html.join("");
+  while (log.children.length > 500) log.lastChild.remove();
+  if (!log.children.length) log.innerHTML = '<div class="muted">no events yet (RUN/events.jsonl)</div>';
+}
+
+// -- episodes ---------------------------------------------------------------------------------
+function episodeQuery() {
+  const q = new URLSearchParams({ offset: state.page * state.pageSize, limit: state.pageSize });
+  const g = $("#f-group").value, s = $("#f-success").value, d = $("#f-domain").value.trim(), p = $("#f-policy").value.trim();
+  if (g) q.set("group", g);
+  if (s) q.set("success", s);
+  if (d) q.set("domain", d);
+  if (/^\d+$/.test(p)) q.set("policy_version", p);
+  return q;
+}
+
+async function loadEpisodes() {
+  let page;
+  try { page = await getJSON(`/api/episodes?${episodeQuery()}`); } catch (err) { return readFailed(err); }
+  const now = Date.now() / 1000;
+  $("#episodes-table tbody").innerHTML = page.items.map((e) => `<tr data-group="${esc(e.group)}" data-episode="${e.episode}"
+      class="${state.selected === `${e.group}/${e.episode}` ? "selected" : ""}">
+      <td>${esc(e.group)}</td><td class="num">${e.episode}</td><td class="num">${e.length}</td><td class="num">${num(e.episode_return)}</td>
+      <td>${e.success ? '<span class="ok-mark">✓</span>' : '<span class="bad-mark">✗</span>'}</td>
+      <td class="num">${e.interventions || ""}</td><td class="num">${e.policy_version ?? ""}</td><td>${esc(e.domain)}</td>
+      <td class="num">${ago(e.wall_time_end, now)}</td></tr>`).join("") || '<tr><td colspan="9" class="muted">no episodes match</td></tr>';
+  const last = Math.min(page.total, page.offset + page.items.length);
+  $("#page-info").textContent = page.total ? `${page.offset + 1}–${last} of ${page.total}` : "0";
+  $("#page-prev").disabled = state.page === 0;
+  $("#page-next").disabled = last >= page.total;
+  if (!state.selected && page.items.length) selectEpisode(page.items[0].group, page.items[0].episode);
+}
+$("#episodes-table tbody").onclick = (e) => {
+  const tr = e.target.closest("tr[data-group]");
+  if (tr) selectEpisode(tr.dataset.group, +tr.dataset.episode);
+};
+$("#page-prev").onclick = () => { state.page = Math.max(0, state.page - 1); loadEpisodes(); };
+$("#page-next").onclick = () => { state.page += 1; loadEpisodes(); };
+for (const id of ["#f-group", "#f-success", "#f-domain", "#f-policy"]) $(id).onchange = () => { state.page = 0; loadEpisodes(); };
+
+const player = new Player($("#player"));
+async function selectEpisode(group, episode) {
+  state.selected = `${group}/${episode}`;
+  document.querySelectorAll("#episodes-table tbody tr").forEach((tr) => tr.classList.toggle("selected", `${tr.dataset.group}/${tr.dataset.episode}` === state.selected));
+  $("#label-success").disabled = $("#label-failure").disabled = false;
+  try { await player.load(group, episode); } catch (err) { toast(`cannot load ${group}/${episode}: ${err.detail || err}`, "error"); }
+}
+for (const [id, ok] of [["#label-success", true], ["#label-failure", false]]) {
+  $(id).onclick = () => {
+    if (!state.selected) return;
+    const [group, episode] = state.selected.split("/");
+    control("label", { group, episode: +episode, success: ok, reason: "labelled in the dashboard" });
+  };
+}
+
+// -- policies ---------------------------------------------------------------------------------
+async function loadPolicies() {
+  let p;
+  try { p = await getJSON("/api/policies"); } catch (err) { return readFailed(err); }
+  const best = Math.max(...p.comparison.map((r) => r.success_rate ?? -1));
+  $("#comparison-table tbody").innerHTML = p.comparison.map((r) => `<tr>
+      <td>${r.success_rate === best && best >= 0 ? "<b>" + esc(r.policy) + "</b>" : esc(r.policy)}</td><td class="muted">${esc(r.source)}</td>
+      <td class="num">${int(r.episodes)}</td><td class="num">${pct(r.success_rate)}</td>
+      <td><div class="bar"><i data-w="${(100 * (r.success_rate ?? 0)).toFixed(0)}"></i></div></td>
+      <td class="num">${num(r.mean_return)}</td><td class="num">${num(r.mean_length, 1)}</td><td class="num">${num(r.interventions_per_episode, 2)}</td></tr>`).join("")
+    || '<tr><td colspan="8" class="muted">no episodes or reports yet</td></tr>';
+  document.querySelectorAll("#comparison-table [data-w]").forEach((el) => { el.style.width = `${el.dataset.w}%`; });
+  $("#policies-table tbody").innerHTML = p.policies.map((x) => `<tr><td>${esc(x.name)}</td><td class="wrap">${esc(x.files.join(", "))}</td>
+      <td class="num">${bytes(x.size_bytes)}</td><td class="num">${ago(x.modified)}</td><td class="wrap mono">${esc(JSON.stringify(x.meta).slice(0, 160))}</td></tr>`).join("")
+    || '<tr><td colspan="5" class="muted">no policies published yet</td></tr>';
+  $("#reports-table tbody").innerHTML = p.reports.map((x) => `<tr><td>${esc(x.name)}</td><td class="num">${ago(x.modified)}</td>
+      <td class="wrap mono">${esc(Object.entries(x.summary).map(([k, v]) => `${k}=${typeof v === "number" ? num(v) : v}`).join("  ").slice(0, 200))}</td></tr>`).join("")
+    || '<tr><td colspan="3" class="muted">no evaluation reports yet</td></tr>';
+}
+
+// -- curves -----------------------------------------------------------------------------------
+const charts = new Charts($("#charts"), $("#charts-empty"));
+const storeCharts = new StoreCharts($("#store-charts"));
+$("#x-axis").onchange = () => charts.setOptions({ xMode: $("#x-axis").value });
+$("#smoothing").oninput = () => {
+  $("#smoothing-val").textContent = (+$("#smoothing").value).toFixed(2);
+  charts.setOptions({ smoothing: +$("#smoothing").value });
+};
+$("#metric-filter").oninput = () => charts.filter($("#metric-filter").value);
+window.addEventListener("resize", () => { charts.drawAll(); storeCharts.drawAll(); });
+
+async function loadStoreCurves() {
+  const items = [];
+  try {
+    for (let offset = 0; offset < 5000; offset += 500) {
+      const page = await getJSON(`/api/episodes?order=oldest&limit=500&offset=${offset}`);
+      items.push(...page.items);
+      if (items.length >= page.total) break;
+    }
+  } catch (err) { return readFailed(err); }
+  storeCharts.update(items);
+}
+
+// -- live updates -----------------------------------------------------------------------------
+function setLive(on) {
+  $("#live").className = `live ${on ? "on" : "off"}`;
+  $("#live-text").textContent = on ? "live" : "reconnecting";
+}
+
+async function start() {
+  const pending = [];
+  let loaded = false;
+  subscribe("/api/stream", {
+    hello: (h) => { state.episodesVersion = h.episodes_version; },
+    overview: renderOverview,
+    metrics: (m) => (loaded ? charts.addRows(m.rows) : pending.push(m.rows)),
+    events: (e) => addEvents(e.items),
+    episodes: () => {
+      loadStoreCurves();
+      if ($("#tab-episodes").classList.contains("active")) loadEpisodes();
+    },
+    resync: () => location.reload(),
+    unauthorized: readFailed,
+  }, setLive);
+  refreshOverview();
+  try {
+    charts.load(await getJSON("/api/metrics/series?max_points=2000"));
+    loaded = true;
+    pending.forEach((rows) => charts.addRows(rows));
+    addEvents((await getJSON("/api/events?limit=300")).items, false);
+  } catch (err) { readFailed(err); }
+  loadStoreCurves();
+  showTab((location.hash || "#run").slice(1).replace(/[^a-z]/g, "") || "run");
+}
+start();

@@ -1,0 +1,32 @@
+import numpy as np
+import pytest
+import torch
+
+from services.trainer.state import CheckpointError, join_state, load_checkpoint, save_checkpoint, split_state
+
+
+def test_nested_state_round_trip_without_pickle(tmp_path):
+    state = {
+        "a": {"w": torch.ones(2, 3), "n": 3, "opt": [{"m": np.zeros(4)}, 0.5, None]},
+        "name": "x",
+        "f": np.float32(1.5),
+    }
+    tree, tensors = split_state(state)
+    assert set(tensors) == {"/a/w", "/a/opt/0/m"}
+    back = join_state(tree, tensors)
+    np.testing.assert_array_equal(back["a"]["w"], np.ones((2, 3)))
+    assert back["a"]["opt"][1:] == [0.5, None] and back["name"] == "x" and back["f"] == 1.5
+    save_checkpoint(tmp_path, 3, {"learner": state}, {"round": 3})
+    save_checkpoint(tmp_path, 7, {"learner": {"w": np.arange(3)}}, {"round": 7})
+    parts, meta = load_checkpoint(tmp_path)
+    assert meta == {"round": 7} and list(parts["learner"]["w"]) == [0, 1, 2]
+    assert (tmp_path / "latest").read_text() == "ckpt_000000007"
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_missing_and_corrupt(tmp_path):
+    assert load_checkpoint(tmp_path) is None
+    save_checkpoint(tmp_path, 1, {"learner": {"w": np.arange(3)}}, {"round": 1})
+    (tmp_path / "ckpt_000000001" / "learner.safetensors").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="unreadable"):
+        load_checkpoint(tmp_path)
