@@ -61,7 +61,7 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
     obs_dims = {k: int(np.prod(schema.keys[k].shape)) for k in loop.learner.obs_keys}
     low, high = -np.ones(schema.action_dim, np.float32), np.ones(schema.action_dim, np.float32)
 
-    ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
+    ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
              ignore_reinit_error=True, **({} if address else {"num_cpus": 2}))
     metrics, events, control = MetricsWriter(run_dir), EventLog(run_dir, source="trainer"), ControlChannel(run_dir)
     summary = TrainSummary()

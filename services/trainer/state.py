@@ -19,6 +19,7 @@ from worldsample.errors import WorldSampleError
 
 _ARRAY = "__array__"
 _LIST = "__list__"
+_ITEMS = "__items__"  # a dict with non-string keys (e.g. optimizer param ids), as [key, value] pairs
 
 
 class CheckpointError(WorldSampleError):
@@ -35,7 +36,9 @@ def split_state(state: Any, path: str = "", tensors: dict[str, np.ndarray] | Non
         tensors[key] = np.ascontiguousarray(state)
         return {_ARRAY: key}, tensors
     if isinstance(state, dict):
-        return {str(k): split_state(v, f"{path}/{k}", tensors)[0] for k, v in state.items()}, tensors
+        if all(isinstance(k, str) for k in state):
+            return {k: split_state(v, f"{path}/{k}", tensors)[0] for k, v in state.items()}, tensors
+        return {_ITEMS: [[k, split_state(v, f"{path}/{k}", tensors)[0]] for k, v in state.items()]}, tensors
     if isinstance(state, (list, tuple)):
         return {_LIST: [split_state(v, f"{path}/{i}", tensors)[0] for i, v in enumerate(state)]}, tensors
     if isinstance(state, np.generic):
@@ -49,6 +52,8 @@ def join_state(tree: Any, tensors: dict[str, np.ndarray]) -> Any:
             return tensors[tree[_ARRAY]]
         if _LIST in tree:
             return [join_state(v, tensors) for v in tree[_LIST]]
+        if _ITEMS in tree:
+            return {k: join_state(v, tensors) for k, v in tree[_ITEMS]}
         return {k: join_state(v, tensors) for k, v in tree.items()}
     return tree
 

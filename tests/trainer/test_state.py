@@ -10,12 +10,14 @@ def test_nested_state_round_trip_without_pickle(tmp_path):
         "a": {"w": torch.ones(2, 3), "n": 3, "opt": [{"m": np.zeros(4)}, 0.5, None]},
         "name": "x",
         "f": np.float32(1.5),
+        "ids": {0: np.ones(1), 7: "x"},
     }
     tree, tensors = split_state(state)
-    assert set(tensors) == {"/a/w", "/a/opt/0/m"}
+    assert set(tensors) == {"/a/w", "/a/opt/0/m", "/ids/0"}
     back = join_state(tree, tensors)
     np.testing.assert_array_equal(back["a"]["w"], np.ones((2, 3)))
     assert back["a"]["opt"][1:] == [0.5, None] and back["name"] == "x" and back["f"] == 1.5
+    assert list(back["ids"]) == [0, 7] and back["ids"][7] == "x"  # int keys stay ints
     save_checkpoint(tmp_path, 3, {"learner": state}, {"round": 3})
     save_checkpoint(tmp_path, 7, {"learner": {"w": np.arange(3)}}, {"round": 7})
     parts, meta = load_checkpoint(tmp_path)
