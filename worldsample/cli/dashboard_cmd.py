@@ -55,7 +55,9 @@ def dashboard(
         console.print(
             f"[yellow]warning[/]: binding {host} with read policy {read_policy!r}: reads are open to that network"
         )
-    app = create_app(run, settings)
+    from services.dashboard.wm_imagine import WorldModelImagination
+
+    app = create_app(run, settings, imagine=WorldModelImagination(run))
     if nice:
         os.nice(nice)
     shown = f"[{host}]" if ":" in host else host
