@@ -132,11 +132,13 @@ def run_bridge(profile: RobotProfile, run_dir: Path, transport: Transport, stop:
     import sys
 
     from robot_bridge.console import StatusLine
+    from robot_bridge.run_link import RunLink
 
     # The loop thread competes for the GIL with DDS callbacks and the recorder; a shorter switch
     # interval (default 5 ms) lets it take the GIL back soon after its sleep ends.
     sys.setswitchinterval(0.0005)
     bridge = Bridge(profile, run_dir, transport)
+    RunLink(Path(run_dir), bridge.controller).start(stop)  # dashboard requests in, robot state out
     if duration is not None:
         timer = threading.Timer(duration, stop.set)
         timer.daemon = True

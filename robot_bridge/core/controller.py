@@ -95,6 +95,17 @@ class Controller:
             return
         self._commands.put(cmd)
 
+    def submit(self, cmd: dict) -> None:
+        """An episode command from outside the topics (e.g. the dashboard), applied at the next tick."""
+        if cmd.get("cmd") not in COMMANDS:
+            raise ValueError(f"unknown command {cmd.get('cmd')!r}")
+        self._commands.put(cmd)
+
+    def trigger_estop(self) -> None:
+        """Latch the e-stop and hold at once; released like the topic's e-stop (false)."""
+        self.estop = True
+        self.out.action(self.limiter.hold)
+
     def on_estop(self, raw: bytes, recv_ns: int) -> None:
         msg = self._decode("estop", raw, "std_msgs/msg/Bool")
         if msg is not None:
