@@ -162,6 +162,8 @@ class Controller:
             self._command(self._commands.get_nowait(), now)
         if self.estop and self.sm.state != State.FAULTED:
             self._fault("estop", now)
+        if self.p.episode.auto_start and self.sm.state != State.FAULTED and self.sm.can(Event.START) and not self._stale(now):
+            self._command({"cmd": "start"}, now)
         state = self.sm.state
         if state == State.RESETTING:
             self._tick_resetting(now)

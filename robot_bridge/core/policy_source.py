@@ -16,8 +16,10 @@ log = logging.getLogger(__name__)
 
 
 class PolicySource:
-    def __init__(self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int):
+    def __init__(self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False):
         self._registry = PolicyRegistry(run_dir)
+        self.explore = explore
+        self._rng = np.random.default_rng()
         self._obs_shapes = dict(obs_shapes)
         self._action_dim = action_dim
         self.actor: NumpyActor | None = None
@@ -48,4 +50,6 @@ class PolicySource:
         return True
 
     def act(self, obs: Mapping[str, np.ndarray], hold: np.ndarray) -> np.ndarray:
-        return self.actor.act(obs) if self.actor is not None else hold.copy()
+        if self.actor is None:
+            return hold.copy()
+        return self.actor.act(obs, explore=self.explore and self.actor.config.stochastic, rng=self._rng)

@@ -23,3 +23,23 @@ def test_dashboard_estop_and_episode_requests_reach_the_bridge(tmp_path):
         acked = [c for c, acks in ch.history() if c.kind.value == "estop"]
         assert acked, "the e-stop request is in the history"
         op.wait(lambda s: any(a.consumer == "bridge" for c, acks in ch.history() if c.kind.value == "estop" for a in acks), 10, "the ack")
+
+
+def test_auto_start_and_exploration_for_unattended_online_rl(tmp_path):
+    import numpy as np
+
+    from tests.bridge.helpers import publish_policy
+    from worldsample.policy import load_actor
+    from worldsample.store import EpisodeStore
+
+    run = tmp_path / "run"
+    publish_policy(run, seed=3, scale=0.1, stochastic=True)
+    profile = small_profile(tmp_path, **{"episode.max_steps": 8, "episode.auto_start": True, "episode.explore": True,
+                                         "action.max_delta": 10.0})
+    with Rig(tmp_path, profile, run) as rig:
+        rig.op.wait(lambda s: s["episodes"]["committed"] >= 2, 60, "two episodes without a start command")
+    reader = EpisodeStore(run).reader("real")
+    actor = load_actor(run)
+    ep = reader.episode(reader.episode_records()[0].episode)
+    mean = np.stack([actor.act({"proprio": p, "state": s}) for p, s in zip(ep["proprio"], ep["state"])])
+    assert np.abs(ep["action"] - mean).mean() > 1e-3  # sampled around the mean, not the mean itself
