@@ -42,3 +42,12 @@ def test_bad_files_and_override_syntax(tmp_path):
         load_config(None, ["demos.episodes"])
     with pytest.raises(ConfigError, match="not a section"):
         load_config(None, ["demos.episodes=3", "demos.episodes.x=1"])
+
+
+def test_yaml_1_1_words_stay_strings(tmp_path):
+    cfg = load_config(None, ["loop.ppl.mode=off", "loop.explore=false"])
+    assert cfg.loop.ppl.mode == "off" and cfg.loop.explore is False
+    f = tmp_path / "c.yaml"
+    f.write_text("loop:\n  ppl:\n    mode: off\n  interventions: true\n")
+    cfg = load_config(f)
+    assert cfg.loop.ppl.mode == "off" and cfg.loop.interventions is True

@@ -6,6 +6,7 @@ a `RunConfig` here and passes the parts down.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from worldsample.errors import ConfigError
 from worldsample.loop.config import LoopConfig
 from worldsample.sim.config import ExpertConfig, InterventionConfig, SimArmConfig
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans only: `mode: off` must stay the string "off", not become False."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"] for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
 
 
 class StoreConfig(BaseModel):
@@ -48,7 +63,7 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if not path:
         raise ConfigError(f"override {item!r} has an empty key")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = load_yaml(raw) if raw.strip() else ""
     except yaml.YAMLError as e:
         raise ConfigError(f"override {item!r}: value is not valid YAML: {e}") from e
     return path, value
@@ -86,7 +101,7 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None) ->
     data: dict[str, Any] = {}
     if path is not None:
         try:
-            loaded = yaml.safe_load(Path(path).read_text())
+            loaded = load_yaml(Path(path).read_text())
         except FileNotFoundError:
             raise ConfigError(f"config file {path} does not exist") from None
         except yaml.YAMLError as e:
