@@ -127,6 +127,7 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             row["real_steps"] = float(seen_steps)
             metrics.log(seen_steps, row)
             summary.synthetic_share = row.get("batch/synthetic_share", summary.synthetic_share)
+            summary.wm_versions = int(row.get("wm/version", summary.wm_versions))
             if r % loop.checkpoint_every_episodes == 0:
                 parts = {"learner": ray.get(learner.state.remote())}
                 if synth is not None:

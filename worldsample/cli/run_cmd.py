@@ -1,10 +1,18 @@
-"""`worldsample run`: the main job on the embedded default (simulated arm, local store).
+"""`worldsample run`: the main job on the embedded default, in one command.
 
-Today it collects the demonstration set into a new run directory and summarises the store;
-the loop issues extend it into the whole service (bridge, trainer on Ray, dashboard)."""
+1. demonstrations from the scripted expert on the simulated arm, into a new run directory;
+2. the dashboard, served on 127.0.0.1 (its own process, lower CPU priority);
+3. online RL with world-model augmentation and PPL (`worldsample train`, local Ray, the
+   simulated arm stepped in lock-step by a Ray actor; `--robot bridge` instead learns from what
+   `worldsample bridge` commits, see docs/bridge.md);
+4. a summary: real steps, success before and after, synthetic share, world-model version.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -15,15 +23,36 @@ from worldsample.cli.common import ConfigOpt, SetOpt, console, friendly_errors
 from worldsample.errors import RunDirectoryError
 
 
+def start_dashboard(run: Path, port: int) -> subprocess.Popen | None:
+    """The dashboard in its own session (so the scheduler weighs it apart from training)."""
+    cmd = [sys.executable, "-m", "worldsample.cli.main", "dashboard", str(run), "--port", str(port), "--nice", "10"]
+    log = open(run / "dashboard.log", "w")  # noqa: SIM115 - handed to the child process
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    for _ in range(60):
+        if (run / "dashboard_token").exists() or proc.poll() is not None:
+            break
+        time.sleep(0.25)
+    if proc.poll() is not None:
+        console.print(f"[yellow]dashboard did not start[/] (see {run / 'dashboard.log'}); training goes on without it")
+        return None
+    console.print(f"dashboard: [bold]http://127.0.0.1:{port}/[/]  (control token in {run / 'dashboard_token'})")
+    return proc
+
+
 @friendly_errors
 def run(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="New run directory (default runs/<timestamp>).")] = None,
+    train: Annotated[bool, typer.Option(help="Run online RL after the demonstrations.")] = True,
+    dashboard: Annotated[bool, typer.Option(help="Serve the dashboard while the job runs.")] = True,
+    port: Annotated[int, typer.Option(help="Dashboard port on 127.0.0.1.")] = 8765,
+    keep_dashboard: Annotated[bool, typer.Option(help="Keep serving the dashboard after training (Ctrl-C to stop).")] = False,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Run the main job: demonstrations on the simulated arm into a new run, then a summary."""
+    """The main job: demonstrations, dashboard, online RL with world-model data, summary."""
     from worldsample.cli.demos_cmd import run_collection
     from worldsample.cli.store_cmd import info_table
+    from worldsample.cli.train_cmd import print_summary
     from worldsample.config import dump_config, load_config
 
     cfg = load_config(config, set_ or [])
@@ -34,5 +63,25 @@ def run(
     (out / "config.yaml").write_text(dump_config(cfg))
     console.rule(f"[bold]WorldSample run[/] {out}")
     run_collection(out, cfg, cfg.demos.episodes)
-    console.print(info_table(out))
-    console.print(f"next: [bold]worldsample store verify {out}[/]")
+    dash = start_dashboard(out, port) if dashboard else None
+    try:
+        if train:
+            from services.trainer.driver import train as run_train
+
+            with console.status("training...") as status:
+                def on_round(row: dict) -> None:
+                    status.update(f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  "
+                                  f"updates {int(row.get('learner/updates', 0))}  "
+                                  f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%")
+
+                print_summary(run_train(out, cfg, on_round=on_round))
+        console.print(info_table(out))
+        if dash is not None and keep_dashboard:
+            console.print("dashboard still serving; Ctrl-C to stop")
+            dash.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if dash is not None and dash.poll() is None:
+            os.killpg(dash.pid, 15)
+    console.print(f"next: [bold]worldsample store verify {out}[/], [bold]worldsample dashboard {out}[/]")

@@ -15,7 +15,8 @@ def print_summary(s) -> None:
     after = "-" if s.success_after is None else f"{100 * s.success_after:.0f}%"
     console.print(
         f"[bold]trained[/] {s.real_steps} real steps ({s.episodes} episodes), {s.updates} updates in {s.seconds:.0f} s; "
-        f"success {before} -> {after}; synthetic share of the last batch {100 * s.synthetic_share:.0f}%"
+        f"success {before} -> {after}; synthetic share of the last batch {100 * s.synthetic_share:.0f}%; "
+        f"world-model versions {s.wm_versions}"
     )
 
 
