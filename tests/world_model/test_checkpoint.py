@@ -1,0 +1,97 @@
+"""Checkpoints: round trip, and clear errors for tampered, torn or mismatched ones."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.world_model.helpers import tiny_config
+from worldsample.world_model import checkpoint
+from worldsample.world_model.errors import CheckpointCorruptError, CheckpointError, CheckpointMismatchError
+from worldsample.world_model.model import WorldModel
+
+
+@pytest.fixture
+def saved(tmp_path):
+    torch.manual_seed(0)
+    model = WorldModel(tiny_config("drift"))
+    with torch.no_grad():
+        model.lat_std.fill_(2.5)  # statistics travel with the weights
+    return model, checkpoint.save(tmp_path, model, {"note": "x"})
+
+
+def test_round_trip(saved, tmp_path):
+    model, path = saved
+    assert path.name == "wm-000001.json" and checkpoint.latest_version(tmp_path) == 1
+    loaded, doc = checkpoint.load(tmp_path)
+    assert doc["meta"] == {"note": "x"} and loaded.cfg == model.cfg
+    for (k, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), k
+    z = torch.randn(2, 2, 6, 4, 4)
+    a = torch.zeros(2, 2, 4)
+    d = torch.zeros(2, dtype=torch.long)
+    noise = lambda: (lambda g: lambda s: torch.randn(s, generator=g))(torch.Generator().manual_seed(1))  # noqa: E731
+    assert torch.equal(model.eval().step(z, a, d, noise=noise())[0], loaded.step(z, a, d, noise=noise())[0])
+    assert checkpoint.save(tmp_path, loaded).name == "wm-000002.json" and checkpoint.latest_version(tmp_path) == 2
+
+
+def test_tampered_tensors_fail_the_checksum(saved):
+    _, path = saved
+    blob = bytearray(path.with_suffix(".safetensors").read_bytes())
+    blob[-3] ^= 0xFF
+    path.with_suffix(".safetensors").write_bytes(bytes(blob))
+    with pytest.raises(CheckpointCorruptError, match="sha256"):
+        checkpoint.load(path)
+
+
+def test_tensors_of_another_checkpoint_are_rejected(saved, tmp_path):
+    _, path = saved
+    other = WorldModel(
+        tiny_config("drift").model_copy(update={"dynamics": tiny_config().dynamics.model_copy(update={"width": 16})})
+    )
+    other_path = checkpoint.save(tmp_path / "other", other)
+    path.with_suffix(".safetensors").write_bytes(other_path.with_suffix(".safetensors").read_bytes())
+    with pytest.raises(CheckpointCorruptError):
+        checkpoint.load(path)
+    # someone also "fixes" the checksum: the shapes still give it away
+    doc = json.loads(path.read_text())
+    doc["sha256"] = checkpoint._sha256(path.with_suffix(".safetensors"))
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CheckpointMismatchError, match="does not fit"):
+        checkpoint.load(path)
+
+
+def test_expected_architecture_and_format_are_checked(saved):
+    _, path = saved
+    with pytest.raises(CheckpointMismatchError, match="generator_kind"):
+        checkpoint.load(path, expect=tiny_config("regression"))
+    checkpoint.load(path, expect=tiny_config("drift", batch=3))  # training settings may differ
+    doc = json.loads(path.read_text())
+    doc["format_version"] = 99
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CheckpointMismatchError, match="format version 99"):
+        checkpoint.load(path)
+    path.write_text("{not json")
+    with pytest.raises(CheckpointCorruptError, match="not valid JSON"):
+        checkpoint.load(path)
+
+
+def test_missing_checkpoints(tmp_path):
+    with pytest.raises(CheckpointError, match="train one first"):
+        checkpoint.load(tmp_path)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        checkpoint.load(tmp_path / "wm-000009.json")
+
+
+def test_nothing_is_unpickled(saved, monkeypatch):
+    import pickle
+
+    def refuse(*a, **k):
+        raise AssertionError("pickle used")
+
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(torch, "load", refuse)
+    checkpoint.load(saved[1])
+    assert np.isfinite(1.0)

@@ -1,0 +1,115 @@
+"""Settings of the world model: pydantic only (no torch), so loading a config stays cheap.
+
+A checkpoint stores the `WorldModelConfig` it was built from; the architecture is rebuilt from
+it and the tensors must then match it exactly (see checkpoint.py).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Generator = Literal["regression", "diffusion", "consistency", "drift"]
+Mode = Literal["demo", "loop", "cotrain"]
+
+
+class _Strict(BaseModel):
+    # a typo in a key must fail loudly instead of silently using a default
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class AutoencoderConfig(_Strict):
+    latent_channels: int = Field(4, ge=1, le=64, description="latent channels per camera view")
+    width: int = Field(32, ge=4, le=512, description="channels at H/2 (twice that at H/4)")
+    vector_latent_dim: int = Field(8, ge=1, le=256, description="MLP latent of the vector observations")
+    residual_decode: bool = Field(
+        True, description="imagined frame = last real frame + decode(z_t) - decode(z_last_real); static parts stay exact")
+    vector_grid: int = Field(4, ge=1, le=64, description="latent grid side when there is no camera")
+
+
+class DynamicsConfig(_Strict):
+    history: int = Field(3, ge=1, le=32, description="latent frames in the sliding context window")
+    width: int = Field(64, ge=8, le=1024, description="channels of the shared backbone")
+    blocks: int = Field(6, ge=1, le=32, description="FiLM residual blocks of the denoising trunk")
+    cond_dim: int = Field(128, ge=8, le=2048, description="size of the action/domain/noise embedding")
+    context_noise: float = Field(0.1, ge=0.0, le=2.0, description="std of noise on context latents in training")
+    context_noise_infer: float = Field(0.0, ge=0.0, le=2.0, description="same, at imagination time")
+    start_pad_prob: float = Field(0.2, ge=0.0, le=1.0, description="share of windows trained as episode starts")
+    ensemble: int = Field(1, ge=1, le=16, description="dynamics members; >1 gives disagreement")
+    domains: int = Field(2, ge=1, le=64, description="size of the domain embedding table (0 real, 1 sim)")
+
+
+class GeneratorConfig(_Strict):
+    kind: Generator = "regression"
+    diffusion_steps: int = Field(32, ge=1, le=1000, description="DDIM sampler steps at imagination time")
+    diffusion_train_steps: int = Field(1000, ge=2, le=10_000, description="discrete noise levels in training")
+    consistency_steps: int = Field(1, ge=1, le=16, description="consistency sampler steps (1 = one pass)")
+    consistency_sigma_max: float = Field(4.0, gt=0.0)
+    consistency_sigma_min: float = Field(0.002, gt=0.0)
+    consistency_x0_weight: float = Field(0.5, ge=0.0, description="weight of the denoising anchor loss")
+    drift_group: int = Field(8, ge=2, le=256, description="generated samples per context (negatives)")
+    drift_temperatures: list[float] = Field(default_factory=lambda: [0.02, 0.05, 0.2])
+    drift_no_action_negative: bool = Field(True, description="the unchanged last frame is a negative")
+    drift_motion_weight: float = Field(4.0, ge=0.0, description="extra loss weight on moving latent cells")
+
+
+class TrainConfig(_Strict):
+    batch: int = Field(32, ge=1, le=4096)
+    ae_steps: int = Field(1500, ge=0)
+    ae_lr: float = Field(2e-3, gt=0.0)
+    dyn_steps: int = Field(1500, ge=0)
+    dyn_lr: float = Field(1e-3, gt=0.0)
+    rollout_steps: int = Field(1, ge=1, le=16, description="steps unrolled on own predictions per window")
+    head_weight: float = Field(0.1, ge=0.0, description="weight of reward/success/done losses")
+    grad_clip: float = Field(1.0, gt=0.0)
+    seed: int = 0
+    holdout_every: int = Field(5, ge=0, description="episode ids with id % n == n - 1 are held out; 0 = none")
+    groups: dict[str, float] = Field(
+        default_factory=lambda: {"demo": 1.0}, description="group -> batch weight (mode demo / loop)"
+    )
+    sim_weight: float = Field(0.5, ge=0.0, le=1.0, description="share of sim windows in cotrain mode")
+    loop_refresh_every: int = Field(100, ge=1, description="loop mode: steps between store refreshes")
+    device: str = Field("cpu", description="torch device, e.g. cpu or cuda")
+
+
+class WorldModelConfig(_Strict):
+    version: Literal[1] = 1
+    image_keys: list[str] = Field(default_factory=lambda: ["image_corner"])
+    vector_keys: dict[str, int] = Field(default_factory=lambda: {"proprio": 4}, description="key -> size")
+    image_size: int = Field(64, ge=8, le=512)
+    action_dim: int = Field(4, ge=1, le=64)
+    autoencoder: AutoencoderConfig = Field(default_factory=AutoencoderConfig)
+    dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
+    generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> "WorldModelConfig":
+        if not self.image_keys and not self.vector_keys:
+            raise ValueError("a world model needs at least one image or vector observation key")
+        if self.image_keys and self.image_size % 4:
+            raise ValueError(f"image_size must be a multiple of 4 (the encoder halves it twice), got {self.image_size}")
+        if any(n < 1 for n in self.vector_keys.values()):
+            raise ValueError(f"vector sizes must be >= 1, got {self.vector_keys}")
+        return self
+
+    @property
+    def vector_dim(self) -> int:
+        return sum(self.vector_keys.values())
+
+    @property
+    def latent_grid(self) -> int:
+        return self.image_size // 4 if self.image_keys else self.autoencoder.vector_grid
+
+    @property
+    def latent_channels(self) -> int:
+        """Channels of the packed latent: per camera, then one block for all vector keys."""
+        ae = self.autoencoder
+        return ae.latent_channels * len(self.image_keys) + (ae.vector_latent_dim if self.vector_keys else 0)
+
+    def architecture(self) -> dict:
+        """The fields that fix tensor shapes; a checkpoint must agree on all of them."""
+        return self.model_dump(
+            include={"version", "image_keys", "vector_keys", "image_size", "action_dim", "autoencoder", "dynamics"}
+        ) | {"generator_kind": self.generator.kind}

@@ -1,0 +1,122 @@
+"""Open-loop fidelity on held-out episodes: PSNR/SSIM per horizon, a JSON report and a PNG strip.
+
+From several start points of every held-out episode the model sees `history` real frames (and
+the real actions between them), then imagines `max(horizons)` steps under the real actions; each
+imagined frame is scored against the real one. The copy-last-frame baseline (the last context
+frame, forever) and the autoencoder's reconstruction (the ceiling of any latent model) are scored
+on the same frames.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from worldsample.world_model.data import WindowSource
+from worldsample.world_model.imagine import Imaginer
+from worldsample.world_model.metrics import psnr, ssim
+from worldsample.world_model.model import WorldModel
+from worldsample.world_model.errors import NotEnoughDataError
+
+
+def heldout_windows(source: WindowSource, length: int, per_episode: int) -> list[tuple[str, int]]:
+    """(group, first cache row) of evenly spaced windows in every held-out episode long enough."""
+    out = []
+    for g, gw in source.groups.items():
+        c = gw.cache
+        for e, s, n in zip(c.episode_ids, c.ep_start, c.ep_len):
+            if gw.keep(e) and n >= length:
+                for off in np.unique(np.linspace(0, n - length, per_episode).round().astype(int)):
+                    out.append((g, int(s + off)))
+    return out
+
+
+def evaluate(
+    model: WorldModel,
+    source: WindowSource,
+    horizons: list[int] = (1, 8, 32),
+    per_episode: int = 4,
+    batch: int = 64,
+    seed: int = 0,
+    strip_path: Path | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> dict:
+    cfg = model.cfg
+    K, H = cfg.dynamics.history, max(horizons)
+    if not cfg.image_keys:
+        raise NotEnoughDataError("fidelity needs an image observation; this model has none")
+    wins = heldout_windows(source, K + H, per_episode)
+    if not wins:
+        raise NotEnoughDataError(
+            f"no held-out episode of length >= {K + H} (history {K} + horizon {H}); "
+            "collect more episodes or lower the horizon"
+        )
+    im = Imaginer(model)
+    keys = [*cfg.image_keys, *cfg.vector_keys]
+    scores = {n: [] for n in ("psnr", "ssim", "copy_psnr", "copy_ssim", "recon_psnr", "reward_err")}
+    strip = None
+    for i in range(0, len(wins), batch):
+        part = wins[i : i + batch]
+        rows = {g: np.array([s for gg, s in part if gg == g])[:, None] + np.arange(K + H) for g in source.groups}
+        rows = {g: r for g, r in rows.items() if len(r)}
+        data = {
+            k: np.concatenate([source.table(g, k)[r] for g, r in rows.items()]) for k in [*keys, "action", "reward"]
+        }
+        dom = np.concatenate([np.full(len(r), 1 if g == "sim" else 0) for g, r in rows.items()])
+        out = im.rollout(
+            {k: data[k][:, :K] for k in keys},
+            data["action"][:, K - 1 : K - 1 + H],
+            context_actions=data["action"][:, : K - 1],
+            domain=dom,
+            seed=seed + i,
+        )
+        for k in cfg.image_keys:
+            real, pred = data[k][:, K:], out.frames[k]
+            copy = np.repeat(data[k][:, K - 1 : K], H, axis=1)
+            recon = im.decode(im.encode({kk: data[kk][:, K:].reshape(-1, *data[kk].shape[2:]) for kk in keys}))[k]
+            scores["psnr"].append(psnr(pred, real))
+            scores["ssim"].append(ssim(pred, real))
+            scores["copy_psnr"].append(psnr(copy, real))
+            scores["copy_ssim"].append(ssim(copy, real))
+            scores["recon_psnr"].append(psnr(recon.reshape(real.shape), real))
+            if strip is None:
+                strip = (real[0], pred[0])
+        scores["reward_err"].append(np.abs(out.reward - data["reward"][:, K - 1 : K - 1 + H]))
+        if on_batch:
+            on_batch(min(i + batch, len(wins)), len(wins))
+    curve = {n: np.concatenate(v).mean(axis=0) for n, v in scores.items()}  # per step, averaged over windows
+    report = {
+        "windows": len(wins),
+        "groups": list(source.groups),
+        "history": K,
+        "generator": cfg.generator.kind,
+        "horizons": {
+            str(h): {n: float(curve[n][h - 1]) for n in ("psnr", "ssim", "copy_psnr", "copy_ssim", "recon_psnr")}
+            for h in horizons
+        },
+        "curve": {n: [round(float(x), 4) for x in curve[n]] for n in ("psnr", "ssim", "copy_psnr")},
+        "reward_mae": float(curve["reward_err"].mean()),
+    }
+    if strip_path is not None and strip is not None:
+        write_strip(strip_path, *strip)
+    return report
+
+
+def write_strip(path: Path, real: np.ndarray, pred: np.ndarray, columns: int = 8, scale: int = 2) -> None:
+    """Two rows of frames (real on top, predicted below) at evenly spaced steps, as a PNG."""
+    from PIL import Image
+
+    idx = np.unique(np.linspace(0, len(real) - 1, min(columns, len(real))).round().astype(int))
+    top = np.concatenate([real[i] for i in idx], axis=1)
+    bottom = np.concatenate([pred[i] for i in idx], axis=1)
+    img = Image.fromarray(np.concatenate([top, bottom], axis=0))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    img.resize((img.width * scale, img.height * scale), Image.NEAREST).save(path)
+
+
+def write_report(path: Path, report: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(report, indent=1))

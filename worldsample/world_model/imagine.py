@@ -1,0 +1,147 @@
+"""Batched encode / decode / imagine API, for the synthesiser, evaluation and the dashboard.
+
+    im = Imaginer(model)
+    out = im.rollout(context, actions, seed=0)       # context: key -> (B, k, ...) observed frames
+    out.frames["image_corner"]                        # (B, T, H, W, 3) uint8, frame t follows action t
+
+With `autoencoder.residual_decode` the decoded change since the last real frame is added to that
+frame (the decoder's error on the static scene cancels). Context frames shorter than the model's history are padded the way the model was trained for
+episode starts: the first frame repeated with zero actions. Randomness comes from one seeded
+generator on the CPU, so a rollout is reproducible under a seed on any device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from worldsample.world_model.model import WorldModel
+
+
+@dataclass
+class Rollout:
+    latents: torch.Tensor  # (B, T, C, h, w), normalised
+    frames: dict[str, np.ndarray] = field(default_factory=dict)  # images uint8 (B, T, H, W, 3); vectors float
+    reward: np.ndarray | None = None  # (B, T) predicted reward of each imagined transition
+    success: np.ndarray | None = None  # (B, T) probability
+    done: np.ndarray | None = None  # (B, T) probability
+    uncertainty: np.ndarray | None = None  # (B, T) ensemble / sample disagreement, None if not asked
+
+
+class Imaginer:
+    def __init__(self, model: WorldModel):
+        self.model = model.eval()
+        self.cfg = model.cfg
+
+    def _noise(self, seed: int):
+        gen = torch.Generator().manual_seed(seed)
+        dev = self.model.device
+        return lambda shape: torch.randn(shape, generator=gen).to(dev)
+
+    @torch.no_grad()
+    def encode(self, obs: dict[str, np.ndarray], chunk: int = 256) -> torch.Tensor:
+        """Observations key -> (N, ...) to normalised latents (N, C, h, w)."""
+        keys = [*self.cfg.image_keys, *self.cfg.vector_keys]
+        n = len(obs[keys[0]])
+        return torch.cat([self.model.encode({k: obs[k][i : i + chunk] for k in keys}) for i in range(0, n, chunk)])
+
+    @torch.no_grad()
+    def decode(self, z: torch.Tensor, chunk: int = 256) -> dict[str, np.ndarray]:
+        """Normalised latents (N, C, h, w) to images uint8 (N, H, W, 3) and vectors float32 (N, d)."""
+        parts = [self.model.decode(z[i : i + chunk]) for i in range(0, len(z), chunk)]
+        out = {}
+        for k in parts[0]:
+            v = torch.cat([p[k] for p in parts])
+            out[k] = ((v * 255).round().byte() if k in self.cfg.image_keys else v.float()).cpu().numpy()
+        return out
+
+    @torch.no_grad()
+    def rollout(
+        self,
+        context: dict[str, np.ndarray],
+        actions: np.ndarray,
+        context_actions: np.ndarray | None = None,
+        domain: int | np.ndarray = 0,
+        seed: int = 0,
+        decode: bool = True,
+        uncertainty: bool = False,
+        samples: int = 4,
+    ) -> Rollout:
+        """Imagine T steps open loop.
+
+        context: key -> (B, k, ...) observed frames, oldest first (k >= 1; the last k <= history are used);
+        context_actions: (B, k-1, A) actions between those frames; actions: (B, T, A) to imagine.
+        uncertainty: with an ensemble, the members' disagreement on each step; otherwise the spread
+        of `samples` draws of a stochastic generator (0 for regression)."""
+        m, K = self.model, self.cfg.dynamics.history
+        dev = m.device
+        keys = [*self.cfg.image_keys, *self.cfg.vector_keys]
+        b, k = np.asarray(context[keys[0]]).shape[:2]
+        z = self.encode(
+            {key: np.asarray(context[key]).reshape(b * k, *np.asarray(context[key]).shape[2:]) for key in keys}
+        ).view(b, k, -1, *([self.cfg.latent_grid] * 2))
+        acts = torch.as_tensor(np.asarray(actions, np.float32), device=dev)
+        past = (
+            torch.zeros(b, k - 1, self.cfg.action_dim, device=dev)
+            if context_actions is None
+            else torch.as_tensor(np.asarray(context_actions, np.float32), device=dev).view(b, k - 1, -1)
+        )
+        hist, past = self._pad(z[:, -K:], past[:, max(k - K, 0) :])
+        dom = torch.as_tensor(np.broadcast_to(np.asarray(domain), (b,)).copy(), device=dev).long()
+        noise = self._noise(seed)
+        out_z, heads, unc = [], {"reward": [], "success": [], "done": []}, []
+        for t in range(acts.shape[1]):
+            a = torch.cat([past, acts[:, t : t + 1]], dim=1)
+            h_in = (
+                hist + self.cfg.dynamics.context_noise_infer * noise(hist.shape)
+                if self.cfg.dynamics.context_noise_infer
+                else hist
+            )
+            nxt, hd = m.step(h_in, a, dom, 0, noise)
+            if uncertainty:
+                unc.append(self._disagreement(h_in, a, dom, nxt, noise, samples))
+            out_z.append(nxt)
+            for key in heads:
+                heads[key].append(hd[key])
+            hist = torch.cat([hist[:, 1:], nxt[:, None]], dim=1)
+            past = a[:, 1:]
+        lat = torch.stack(out_z, dim=1)
+        res = Rollout(lat, **{key: torch.stack(v, 1).cpu().numpy() for key, v in heads.items()})
+        if uncertainty:
+            res.uncertainty = torch.stack(unc, 1).cpu().numpy()
+        if decode:
+            flat = self.decode(lat.flatten(0, 1))
+            res.frames = {key: v.reshape(b, lat.shape[1], *v.shape[1:]) for key, v in flat.items()}
+            if self.cfg.autoencoder.residual_decode:
+                self._anchor(res.frames, context, z[:, -1])
+        return res
+
+    def _anchor(self, frames: dict[str, np.ndarray], context: dict[str, np.ndarray], z_last: torch.Tensor) -> None:
+        """Add the decoded change to the last real frame: the autoencoder's error on everything that
+        does not move cancels, so only the moving parts carry reconstruction error."""
+        ref = self.decode(z_last)
+        for key in self.cfg.image_keys:
+            real = np.asarray(context[key])[:, -1].astype(np.int16)
+            delta = frames[key].astype(np.int16) - ref[key].astype(np.int16)[:, None]
+            frames[key] = np.clip(real[:, None] + delta, 0, 255).astype(np.uint8)
+
+    def _pad(self, z: torch.Tensor, past: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        K, k = self.cfg.dynamics.history, z.shape[1]
+        if k < K:
+            z = torch.cat([z[:, :1].expand(-1, K - k, *z.shape[2:]), z], dim=1)
+            past = torch.cat(
+                [past.new_zeros(len(z), K - k, past.shape[2] if past.dim() == 3 else self.cfg.action_dim), past], dim=1
+            )
+        return z, past[:, -(K - 1) :] if K > 1 else past[:, :0]
+
+    def _disagreement(self, hist, a, dom, first, noise, samples: int) -> torch.Tensor:
+        m = self.model
+        if len(m.dynamics) > 1:
+            preds = [first] + [m.step(hist, a, dom, i, noise)[0] for i in range(1, len(m.dynamics))]
+        elif m.generator.stochastic and samples > 1:
+            preds = [first] + [m.step(hist, a, dom, 0, noise)[0] for _ in range(samples - 1)]
+        else:
+            return torch.zeros(len(hist), device=hist.device)
+        return torch.stack(preds).var(dim=0).mean(dim=(1, 2, 3))

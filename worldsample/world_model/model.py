@@ -1,0 +1,103 @@
+"""The world model as one module: autoencoder, dynamics ensemble, generator and data statistics.
+
+All latents outside this class are normalised (per-channel data mean and std), so noise levels
+and the context noise mean the same thing for every camera and dataset. The statistics are
+buffers: they travel in the checkpoint with the weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from worldsample.world_model.autoencoder import Autoencoder
+from worldsample.world_model.config import WorldModelConfig
+from worldsample.world_model.dynamics import Dynamics
+from worldsample.world_model.generators import make_generator
+
+
+class WorldModel(nn.Module):
+    def __init__(self, cfg: WorldModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.ae = Autoencoder(cfg)
+        self.dynamics = Dynamics(cfg)
+        self.generator = make_generator(cfg.generator)
+        c, dv = cfg.latent_channels, max(cfg.vector_dim, 1)
+        for name, size, fill in [
+            ("vec_mean", dv, 0.0),
+            ("vec_std", dv, 1.0),
+            ("lat_mean", c, 0.0),
+            ("lat_std", c, 1.0),
+            ("delta_std", c, 1.0),
+            ("reward_scale", 1, 1.0),
+        ]:
+            self.register_buffer(name, torch.full((size,), fill))
+
+    @property
+    def device(self) -> torch.device:
+        return self.lat_mean.device
+
+    # -- observations <-> tensors ------------------------------------------------------------------
+
+    def images_in(self, obs: dict) -> dict[str, torch.Tensor]:
+        """uint8 (N, H, W, 3) per image key -> float (N, 3, H, W) in [-1, 1]."""
+        return {
+            k: torch.as_tensor(np.asarray(obs[k]), device=self.device).permute(0, 3, 1, 2).float() / 127.5 - 1
+            for k in self.cfg.image_keys
+        }
+
+    def vector_in(self, obs: dict) -> torch.Tensor | None:
+        if not self.cfg.vector_keys:
+            return None
+        v = torch.cat(
+            [
+                torch.as_tensor(np.asarray(obs[k]), device=self.device).float().reshape(len(obs[k]), -1)
+                for k in self.cfg.vector_keys
+            ],
+            dim=1,
+        )
+        return (v - self.vec_mean) / self.vec_std
+
+    # -- latents -----------------------------------------------------------------------------------
+
+    def encode_raw(self, obs: dict) -> torch.Tensor:
+        return self.ae.encode(self.images_in(obs), self.vector_in(obs))
+
+    def encode(self, obs: dict) -> torch.Tensor:
+        """Observations (N, ...) -> normalised latents (N, C, h, w)."""
+        return (self.encode_raw(obs) - self.lat_mean[:, None, None]) / self.lat_std[:, None, None]
+
+    def decode(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Normalised latents (N, C, h, w) -> images as float (N, H, W, 3) in [0, 1], vectors per key."""
+        images, vector = self.ae.decode(z * self.lat_std[:, None, None] + self.lat_mean[:, None, None])
+        out = {k: ((v.clamp(-1, 1) + 1) / 2).permute(0, 2, 3, 1) for k, v in images.items()}
+        if vector is not None:
+            vector = vector * self.vec_std + self.vec_mean
+            i = 0
+            for k, n in self.cfg.vector_keys.items():
+                out[k] = vector[:, i : i + n]
+                i += n
+        return out
+
+    # -- one step of dynamics ----------------------------------------------------------------------
+
+    def step(
+        self, history: torch.Tensor, actions: torch.Tensor, domain: torch.Tensor, member: int = 0, noise=None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """history (B, K, C, h, w) normalised latents, actions (B, K, A) ending with the action to take.
+
+        Returns the next latent and the heads of this transition (reward, success and done probability)."""
+        net = self.dynamics.member(member)
+        ctx = net.context(history, actions, domain)
+        last = history[:, -1]
+        if noise is None:
+            noise = lambda shape: torch.randn(shape, device=last.device)  # noqa: E731
+        y = self.generator.sample(net, ctx, last.shape, noise)
+        heads = {
+            "reward": ctx.heads[:, 0] * self.reward_scale,
+            "success": torch.sigmoid(ctx.heads[:, 1]),
+            "done": torch.sigmoid(ctx.heads[:, 2]),
+        }
+        return last + y * self.delta_std[:, None, None], heads

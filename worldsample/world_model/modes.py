@@ -1,0 +1,99 @@
+"""The three training modes, as which groups feed the trainer and where training starts.
+
+- demo: post-train on demonstrations (group weights `train.groups`, by default demo only);
+- loop: continual post-training: start from the run's latest checkpoint and keep refining on the
+  demonstrations plus the real rollouts as they are committed, one checkpoint per round;
+- cotrain: deployment-domain groups and the randomised `sim` group mixed by `train.sim_weight`;
+  the domain embedding tells the backbone which domain a window comes from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from worldsample.store import EpisodeStore
+from worldsample.world_model import checkpoint
+from worldsample.world_model.config import Mode, WorldModelConfig
+from worldsample.world_model.data import WindowSource
+from worldsample.world_model.errors import NotEnoughDataError
+from worldsample.world_model.generators import make_generator
+from worldsample.world_model.model import WorldModel
+from worldsample.world_model.train import OnStep, Trainer, cache_keys
+
+
+def checkpoint_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "world_model"
+
+
+def fit_to_store(cfg: WorldModelConfig, store: EpisodeStore, group: str) -> WorldModelConfig:
+    """The observation fields of `cfg` taken from a group's schema: the model must fit the data."""
+    schema = store.schema(group)
+    images = schema.image_keys
+    vectors = {k: math.prod(schema.keys[k].shape) for k in cfg.vector_keys if k in schema.keys}
+    data = cfg.model_dump()
+    data.update(image_keys=images, vector_keys=vectors, action_dim=schema.action_dim)
+    if images:
+        data["image_size"] = schema.keys[images[0]].shape[0]
+    return WorldModelConfig.model_validate(data)
+
+
+def group_weights(store: EpisodeStore, cfg: WorldModelConfig, mode: Mode) -> dict[str, float]:
+    weights = dict(cfg.train.groups)
+    if mode == "loop" and "real" in store.groups:
+        weights.setdefault("real", sum(weights.values()) or 1.0)  # rollouts as much as demos by default
+    if mode == "cotrain":
+        if "sim" not in store.groups:
+            raise NotEnoughDataError("cotrain needs a sim group: worldsample demos collect --domain sim")
+        real = {g: w for g, w in weights.items() if g != "sim"}
+        total = sum(real.values()) or 1.0
+        weights = {g: (1 - cfg.train.sim_weight) * w / total for g, w in real.items()} | {"sim": cfg.train.sim_weight}
+    return weights
+
+
+def train_run(
+    run_dir: Path,
+    cfg: WorldModelConfig,
+    mode: Mode,
+    init: Path | None = None,
+    rounds: int = 1,
+    on_step: OnStep | None = None,
+    on_round: Callable[[int, Path], None] | None = None,
+    out_dir: Path | None = None,
+) -> tuple[WorldModel, Path]:
+    """Train as `mode` says; returns the model and its last checkpoint's JSON path."""
+    store = EpisodeStore(run_dir)
+    out_dir = out_dir or checkpoint_dir(run_dir)
+    weights = group_weights(store, cfg, mode)
+    source = WindowSource(store, weights, cache_keys(cfg), cfg.train.holdout_every)
+    start = init if init is not None else (out_dir if mode == "loop" else None)
+    if start is not None:
+        model, _ = checkpoint.load(start, expect=cfg, device=cfg.train.device)
+        model.cfg = cfg  # same architecture (checked); training and sampler settings come from the caller
+        model.generator = make_generator(cfg.generator)
+    else:
+        model = WorldModel(cfg).to(cfg.train.device)
+    trainer = Trainer(model, cfg)
+    path = None
+    for r in range(rounds if mode == "loop" else 1):
+        source.refresh()
+        if start is None:  # fresh model: statistics first, they fix the latent scale for good
+            trainer.fit_vector_stats(source)
+        trainer.fit_autoencoder(source, cfg.train.ae_steps, on_step)
+        if start is None:
+            trainer.fit_latent_stats(source)
+            start = "fitted"
+        trainer.fit_dynamics(
+            source, cfg.train.dyn_steps, on_step, refresh_every=cfg.train.loop_refresh_every if mode == "loop" else 0
+        )
+        meta = {
+            "mode": mode,
+            "round": r,
+            "groups": weights,
+            "episodes": {g: len(gw.episodes()) for g, gw in source.groups.items()},
+        }
+        path = checkpoint.save(out_dir, model, meta)
+        if on_round:
+            on_round(r, path)
+    return model, path
