@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from worldsample import __version__
-from worldsample.cli import bridge_cmd, dashboard_cmd, demos_cmd, run_cmd, store_cmd, train_cmd
+from worldsample.cli import bridge_cmd, dashboard_cmd, demos_cmd, run_cmd, store_cmd, train_cmd, wm_cmd
 from worldsample.cli.common import setup_logging
 
 app = typer.Typer(
@@ -17,6 +17,7 @@ app = typer.Typer(
 )
 app.add_typer(store_cmd.app, name="store")
 app.add_typer(demos_cmd.app, name="demos")
+app.add_typer(wm_cmd.app, name="wm")
 app.command("run")(run_cmd.run)
 app.command("train")(train_cmd.train)
 app.command("dashboard")(dashboard_cmd.dashboard)
