@@ -41,6 +41,9 @@ class RandomizationConfig(_Strict):
         return value
 
 
+DEFAULT_TASK = "push-v3"
+
+
 class SimArmConfig(_Strict):
     """A Meta-World Sawyer task seen through cameras, in the "real" or the randomised "sim" domain."""
 
@@ -62,7 +65,9 @@ class SimArmConfig(_Strict):
     @field_validator("task")
     @classmethod
     def _known_task(cls, task: str) -> str:
-        from metaworld.env_dict import ALL_V3_ENVIRONMENTS  # imports MuJoCo: only when a task is given
+        if task == DEFAULT_TASK:
+            return task  # loading a config must not import MuJoCo for the default task
+        from metaworld.env_dict import ALL_V3_ENVIRONMENTS  # imports MuJoCo: only for another task
 
         if task not in ALL_V3_ENVIRONMENTS:
             raise ValueError(f"unknown Meta-World task {task!r}; known v3 tasks: {', '.join(ALL_V3_ENVIRONMENTS)}")
