@@ -24,7 +24,7 @@ class LoopConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     robot: Literal["sim", "bridge"] = Field("sim", description="sim: a local actor steps the simulated arm; bridge: learn from what the bridge commits")
-    real_steps: int = Field(1500, ge=1, description="budget of real environment steps")
+    real_steps: int = Field(1000, ge=1, description="budget of real environment steps")
     reward_scale: float = Field(0.1, gt=0.0, description="the learner sees the task's reward times this")
     explore: bool = Field(True, description="the robot samples from the stochastic policy")
     interventions: bool = Field(False, description="a simulated human takes over when the policy strays (sim only)")
