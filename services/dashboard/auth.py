@@ -22,7 +22,7 @@ from fastapi import Request
 
 from services.dashboard.errors import Forbidden, Unauthorized
 from services.dashboard.settings import DashboardSettings
-from worldsample.runlog.atomic import atomic_write_text
+from worldsample.atomic import atomic_write_text
 from worldsample.runlog.paths import RunFiles
 
 log = logging.getLogger(__name__)

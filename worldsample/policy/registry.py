@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
+from worldsample.atomic import atomic_write_text
 from worldsample.policy.config import PolicyConfig
 from worldsample.policy.errors import PolicyError
-from worldsample.store.records import atomic_write_text
 
 _VERSION_DIR = re.compile(r"^v(\d{6})$")
 ACTOR_FILE, CONFIG_FILE, LATEST = "actor.safetensors", "config.json", "latest"

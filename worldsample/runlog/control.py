@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from worldsample.runlog.atomic import atomic_write_json
+from worldsample.atomic import atomic_write_json
 from worldsample.runlog.errors import ControlError
 from worldsample.runlog.paths import RunFiles
 

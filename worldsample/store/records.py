@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from worldsample.atomic import atomic_write_text
 from worldsample.errors import StoreCorruptError
 
 RECORD_SUFFIX = ".json"
@@ -58,20 +58,6 @@ class EpisodeRecord(BaseModel):
 
 def record_name(episode: int) -> str:
     return f"{episode:09d}{RECORD_SUFFIX}"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_record(commits_dir: Path, rec: EpisodeRecord) -> None:

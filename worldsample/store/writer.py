@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 from zarr.core.sync import sync
 
+from worldsample.atomic import atomic_write_text
 from worldsample.errors import EpisodeRejected, StoreError
 from worldsample.store.layout import Retention, open_arrays, read_group_attrs, remove_chunks
 from worldsample.store.lock import WriterLock
-from worldsample.store.records import EpisodeRecord, atomic_write_text, list_record_ids, read_record, write_record
-from worldsample.store.schema import STEP_DEFAULTS, GroupSchema, KeySpec
+from worldsample.store.records import EpisodeRecord, list_record_ids, read_record, write_record
+from worldsample.store.schema import STEP_DEFAULTS, KeySpec
 
 log = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
 from pydantic import ValidationError
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from worldsample.atomic import atomic_write_text
 from worldsample.world_model.config import WorldModelConfig
 from worldsample.world_model.errors import CheckpointCorruptError, CheckpointError, CheckpointMismatchError
 from worldsample.world_model.model import WorldModel
@@ -37,12 +37,6 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def latest_version(directory: Path) -> int | None:
@@ -75,8 +69,8 @@ def save(directory: Path, model: WorldModel, meta: dict[str, Any] | None = None)
         "sha256": _sha256(stem.with_suffix(".safetensors")),
         "meta": meta or {},
     }
-    _atomic_write(stem.with_suffix(".json"), json.dumps(doc, indent=1))
-    _atomic_write(directory / "latest.json", json.dumps({"version": version}))
+    atomic_write_text(stem.with_suffix(".json"), json.dumps(doc, indent=1))
+    atomic_write_text(directory / "latest.json", json.dumps({"version": version}))
     return stem.with_suffix(".json")
 
 

@@ -67,17 +67,14 @@ class Trainer:
         m.delta_std.copy_((z[:, 1] - z[:, 0]).std(dim=(0, 2, 3)).clamp_min(1e-3))
 
     def _encode_windows(self, source: WindowSource, w) -> torch.Tensor:
-        b, length = w.parts[0][1].shape[0], w.parts[0][1].shape[1]
-        obs = {
-            k: w.gather(source.tables(k)).reshape(-1, *source.table(next(iter(source.groups)), k).shape[1:])
-            for k in [*self.cfg.image_keys, *self.cfg.vector_keys]
-        }
-        z = torch.cat(
-            [
-                self.model.encode_raw({k: v[i : i + 256] for k, v in obs.items()})
-                for i in range(0, len(next(iter(obs.values()))), 256)
-            ]
-        )
+        """Raw (unnormalised) latents of windows: (B, L, C, h, w)."""
+        obs = {}
+        for k in [*self.cfg.image_keys, *self.cfg.vector_keys]:
+            v = w.gather(source.tables(k))
+            length = v.shape[1]
+            obs[k] = v.reshape(-1, *v.shape[2:])
+        n = len(next(iter(obs.values())))
+        z = torch.cat([self.model.encode_raw({k: v[i:i + 256] for k, v in obs.items()}) for i in range(0, n, 256)])
         return z.view(-1, length, *z.shape[1:])
 
     # -- stage 1 -----------------------------------------------------------------------------------
