@@ -218,7 +218,7 @@ def print_table(results: dict, hs: list[int], kinds: list[str], wall: float, dev
         ratio = [f"{g['fps'][b] / diff[b]:.1f}" if diff else "" for b in (1, 64)]
         t.add_row(kind, *fidelity_row(g["report"], hs), f"{g['fps'][1]:.1f}", f"{g['fps'][64]:.1f}", *ratio)
     for arm, rep in results["arms"].items():
-        t.add_row(f"[regression] {arm}", *fidelity_row(rep, hs), "", "", "", "")
+        t.add_row(f"regression, {arm}", *fidelity_row(rep, hs), "", "", "", "")
     console.print(t)
     console.print(f"diffusion sampler: {cfg.generator.diffusion_steps} DDIM steps; consistency: "
                   f"{cfg.generator.consistency_steps} step(s); drift and regression: one pass")
