@@ -69,7 +69,7 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
     try:
         sim = _actor(ray, SimWorker, "sim", str(run_dir), cfg.env, loop, cfg.intervention) if loop.robot == "sim" else None
         if sim is not None:
-            ray.get(sim.evaluate.remote(0, 0))  # creates the real group before the learner opens it
+            ray.get(sim.ready.remote())
         else:
             store.ensure_group("real", schema)
         learner = _actor(ray, LearnerWorker, "learner", str(run_dir), loop, obs_dims, low, high)

@@ -41,6 +41,10 @@ class SimWorker:
         self.rng = np.random.default_rng(loop.seed)
         self.policy, self.version = None, None
 
+    def ready(self) -> bool:
+        """Constructed (the `real` group exists): the driver waits for this before the learner opens it."""
+        return True
+
     def _refresh_policy(self) -> None:
         """Swap to the newest exported policy, only between episodes."""
         from worldsample.policy import PolicyRegistry, load_actor

@@ -26,8 +26,8 @@ from worldsample.errors import RunDirectoryError
 def start_dashboard(run: Path, port: int) -> subprocess.Popen | None:
     """The dashboard in its own session (so the scheduler weighs it apart from training)."""
     cmd = [sys.executable, "-m", "worldsample.cli.main", "dashboard", str(run), "--port", str(port), "--nice", "10"]
-    log = open(run / "dashboard.log", "w")  # noqa: SIM115 - handed to the child process
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(run / "dashboard.log", "w") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     for _ in range(60):
         if (run / "dashboard_token").exists() or proc.poll() is not None:
             break
