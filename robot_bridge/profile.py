@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from robot_bridge.errors import ProfileError
 from robot_bridge.transport.base import QosSpec
 from worldsample.store import KeySpec
+from worldsample.yamlconfig import load_model
 
 Reliability = Literal["reliable", "best_effort"]
 IMAGE_TYPES = ("sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage")
@@ -177,26 +177,9 @@ class RobotProfile(_Strict):
         return specs
 
 
-def load_profile(path: Path | str, overrides: dict | None = None) -> RobotProfile:
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise ProfileError(f"robot profile {path} does not exist (see configs/robot_profiles/)") from None
-    except yaml.YAMLError as e:
-        raise ProfileError(f"robot profile {path} is not valid YAML: {e}") from None
-    if not isinstance(data, dict):
-        raise ProfileError(f"robot profile {path} must hold a mapping")
-    for dotted, value in (overrides or {}).items():
-        node = data
-        *parents, leaf = dotted.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    try:
-        return RobotProfile.model_validate(data)
-    except ValidationError as e:
-        lines = [f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}" for err in e.errors()]
-        raise ProfileError(f"invalid robot profile {path}:\n  " + "\n  ".join(lines)) from None
+def load_profile(path: Path | str, overrides: list[str] | None = None) -> RobotProfile:
+    """The profile at `path` with `key.path=value` overrides (see configs/robot_profiles/)."""
+    return load_model(RobotProfile, path, overrides, what="robot profile", error=ProfileError)
 
 
 def stream_typename(s: Stream) -> str:

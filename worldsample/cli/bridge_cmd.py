@@ -23,20 +23,6 @@ StatsOpt = Annotated[Path | None, typer.Option("--stats-out", help="Write counte
 SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a profile field, e.g. --set control_rate_hz=50.")]
 
 
-def _overrides(items: list[str] | None) -> dict:
-    import yaml
-
-    from worldsample.errors import ConfigError
-
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise ConfigError(f"override {item!r} must look like key.path=value")
-        key, raw = item.split("=", 1)
-        out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
-    return out
-
-
 def _stop_on_signals() -> threading.Event:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -61,7 +47,7 @@ def sim_robot(
     from robot_bridge.sim_robot import run_sim_robot
     from robot_bridge.transport import make_transport
 
-    prof = load_profile(profile, _overrides(set_))
+    prof = load_profile(profile, set_)
     stop = _stop_on_signals()
     stats = run_sim_robot(prof, make_transport("dds", domain_id, loopback), stop, duration=duration, intervene=intervene,
                           seed=seed, wait_subscribers=wait_subscribers, stats_out=stats_out)
@@ -84,7 +70,7 @@ def bridge(
     from robot_bridge.profile import load_profile
     from robot_bridge.transport import make_transport
 
-    prof = load_profile(profile, _overrides(set_))
+    prof = load_profile(profile, set_)
     run.mkdir(parents=True, exist_ok=True)
     stop = _stop_on_signals()
     stats = run_bridge(prof, run, make_transport(transport, domain_id, loopback), stop, duration=duration, stats_out=stats_out)
