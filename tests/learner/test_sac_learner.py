@@ -79,3 +79,56 @@ def test_exported_actor_matches_rllib_and_loads_without_torch(tmp_path):
         np.testing.assert_allclose(actor.act(obs), a.act(obs), atol=1e-5)
     samples = np.stack([actor.act(obs, explore=True, rng=rng) for _ in range(200)])
     assert samples.std(axis=0).min() > 1e-3 and (np.abs(samples) <= 1).all()
+
+
+def _actor_gap(a, b):
+    """Mean squared distance of the deterministic actions from the batch's actions."""
+    obs = b["obs/proprio"]
+    pred = np.stack([a.act({"proprio": o}) for o in obs])
+    return float(((pred - b["action"]) ** 2).sum(-1).mean())
+
+
+def test_critic_warmup_keeps_actor_and_temperature_then_releases_them():
+    torch.manual_seed(0)
+    a = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=3), 3,
+                     gym.spaces.Box(-1, 1, (2,), np.float32))
+    b = batch(1.0, 1.0)
+    before, q0 = a.actor_tensors(), a.q_values(b)
+    for _ in range(3):
+        m = a.update(b)
+    after = a.actor_tensors()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    assert m["alpha_value"] == pytest.approx(0.01) and not np.allclose(a.q_values(b), q0)
+    a.update(b)
+    moved = a.actor_tensors()
+    assert any(not np.array_equal(after[k], moved[k]) for k in after)
+
+
+def _gap_after_updates(weight: float) -> tuple[float, float, dict]:
+    torch.manual_seed(0)
+    a = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, bc_weight=weight), 3,
+                     gym.spaces.Box(-1, 1, (2,), np.float32))
+    b = {**batch(1.0, 1.0), "bc_mask": np.ones(B, np.float32)}
+    gap0 = _actor_gap(a, b)
+    for _ in range(60):
+        m = a.update(b)
+    return gap0, _actor_gap(a, b), m
+
+
+def test_bc_term_pulls_the_actor_towards_demo_actions():
+    gap0, plain, m0 = _gap_after_updates(0.0)
+    gap0_bc, with_bc, m = _gap_after_updates(5.0)
+    assert gap0 == pytest.approx(gap0_bc)  # same seed, same start
+    assert "bc_mse" not in m0 and "bc_mse" in m
+    assert with_bc < 0.7 * gap0 and with_bc < 0.7 * plain
+
+
+def test_bc_pretraining_fits_the_demo_actions():
+    a = agent()
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(64, 3)).astype(np.float32)
+    actions = np.tanh(obs[:, :2] * 2).astype(np.float32)  # a smooth expert
+    b = {"obs/proprio": obs, "action": actions}
+    gap0 = _actor_gap(a, b)
+    losses = a.bc_pretrain(obs, actions, 300)
+    assert np.isfinite(losses["bc_nll"]) and losses["bc_mse"] < 0.1 * gap0 and _actor_gap(a, b) < 0.1 * gap0

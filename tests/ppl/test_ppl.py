@@ -124,3 +124,32 @@ def test_off_and_naive_modes(tmp_path):
     naive = PPLMixer(PPLConfig(mode="naive", naive_share=0.25), demo, online, pos, neg, None, -2.0)
     b = naive.sample(np.random.default_rng(0), 64)
     assert (np.char.startswith(b["source"].astype(str), "synthetic")).sum() == 16 and (b["weights"] == 1).all()
+
+
+def test_intervention_steps_join_the_demo_half_by_size(tmp_path):
+    store = new_store(tmp_path, group="demo")
+    store.ensure_group("real", store.schema("demo"))
+    with store.writer("demo") as w:
+        w.append_episode(make_episode(3, 31))  # 30 transitions (the truncated last step is never sampled)
+    took_over = np.zeros(41, bool)
+    took_over[:10] = True  # a human drove the first 10 steps
+    with store.writer("real") as w:
+        w.append_episode({**make_episode(7, 41), "intervention": took_over})
+    real = store.reader("real")
+    interventions = GroupSampler(real, step_key="intervention")
+    assert interventions.num_transitions == 10
+    b = interventions.transitions(np.random.default_rng(0), 50)
+    assert b["intervention"].all() and (b["index"] < 10).all()
+
+    mixer = PPLMixer(PPLConfig(mode="off"), GroupSampler(store.reader("demo")), GroupSampler(real), None, None, None, -2.0,
+                     interventions=interventions)
+    b = mixer.sample(np.random.default_rng(0), 80)
+    # demo half 40 split 30:10 by size; online keeps its 40 (which may include driven steps too)
+    assert (mixer.last["batch/demo"], mixer.last["batch/intervention"], mixer.last["batch/online"]) == (30, 10, 40)
+    assert b["intervention"][b["source"] == "intervention"].all()
+
+
+def test_step_key_must_be_cached(tmp_path):
+    store = new_store(tmp_path, group="demo")
+    with pytest.raises(Exception, match="does not cache key"):
+        GroupSampler(store.reader("demo"), step_key="nope")

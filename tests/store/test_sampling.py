@@ -123,3 +123,17 @@ def test_where_restricts_to_matching_episodes(tmp_path):
     assert none.num_transitions == 0
     with pytest.raises(StoreError, match="no transitions"):
         none.transitions(np.random.default_rng(0), 1)
+
+
+def test_reward_key_sums_another_step_key(tmp_path):
+    """reward_key="success": sparse 1 at the successful step, n-step sums it like any reward."""
+    store = new_store(tmp_path)
+    with store.writer("demo") as w:
+        w.append_episode(make_episode(0, 6, terminal=True))  # success (and done) only at the last step
+    s = GroupSampler(store.reader("demo"), reward_key="success")
+    b = s.nstep(np.random.default_rng(0), 200, n=3, gamma=0.5)
+    t = b["index"]
+    want = np.where(t == 5, 1.0, np.where(t == 4, 0.5, np.where(t == 3, 0.25, 0.0)))
+    np.testing.assert_allclose(b["reward"], want)
+    with pytest.raises(StoreError, match="does not cache key"):
+        GroupSampler(store.reader("demo"), reward_key="nope")

@@ -89,3 +89,18 @@ def test_missing_groups_and_short_episodes_are_clear_errors(tmp_path):
             ),
             "demo",
         )
+
+
+def test_state_only_model_is_scored_by_vector_error(toy_run, tmp_path):
+    from worldsample.world_model.evaluate import evaluate_vectors
+
+    cfg = tiny_config("regression", ae_steps=150, dyn_steps=200)
+    cfg.image_keys, cfg.vector_keys = [], {"proprio": 4}
+    model, _ = train_run(toy_run, cfg, "demo", out_dir=tmp_path)
+    src = WindowSource(EpisodeStore(toy_run), {"demo": 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every, split="heldout")
+    with pytest.raises(NotEnoughDataError, match="image"):
+        evaluate(model, src, horizons=[1])
+    rep = evaluate_vectors(model, src, horizons=[1, 3], per_episode=8)
+    r = rep["horizons"]["1"]
+    assert set(r) == {"rmse_proprio", "rmse_copy_proprio"} and np.isfinite(rep["reward_mae"])
+    assert r["rmse_proprio"] < r["rmse_copy_proprio"], rep["horizons"]

@@ -19,5 +19,8 @@ class LearnerConfig(BaseModel):
     target_entropy: float | None = Field(None, description="default -|A| / 2")
     batch_size: int = Field(256, ge=2)
     utd: int = Field(2, ge=1, description="gradient updates per new real environment step")
+    bc_weight: float = Field(0.0, ge=0.0, description="behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC")
+    bc_pretrain_steps: int = Field(0, ge=0, description="actor steps of maximum-likelihood behaviour cloning on the demos before online learning")
+    critic_warmup_updates: int = Field(0, ge=0, description="first updates train only the critics (actor and temperature fixed)")
     num_learners: int = Field(0, ge=0, description="0: the learner runs in-process; >0: remote Ray learners")
     seed: int = 0

@@ -14,6 +14,9 @@ import numpy as np
 import torch
 from ray.rllib.algorithms.sac import SACConfig
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.models.base import ENCODER_OUT
+from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
@@ -24,7 +27,72 @@ MODULE = "default_policy"
 
 
 class PPLSACLearner(SACTorchLearner):
-    """SAC learner with read-only probes for Policy-Paced Learning."""
+    """SAC learner with read-only probes for Policy-Paced Learning, and an optional behaviour-cloning
+    term on demonstration samples (the `bc_mask` column) in the actor loss."""
+
+    actor_frozen = False
+
+    def set_actor_frozen(self, frozen: bool) -> None:
+        """Critic warm-up: while frozen, only the critics learn (actor and temperature keep their values)."""
+        self.actor_frozen = bool(frozen)
+
+    def compute_gradients(self, loss_per_module, **kwargs):
+        grads = super().compute_gradients(loss_per_module, **kwargs)
+        if self.actor_frozen:
+            for name in ("policy", "alpha"):
+                for pid, p in self.filter_param_dict_for_optimizer(self._params, self.get_optimizer(MODULE, name)).items():
+                    grads.pop(pid, None)
+                    p.grad = None  # Adam skips parameters without a gradient
+        return grads
+
+    def _compute_loss_for_module_continuous(self, *, module_id, config, batch, fwd_out):
+        total = super()._compute_loss_for_module_continuous(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        bc_weight = float(config.learner_config_dict.get("bc_weight", 0.0))
+        if bc_weight <= 0 or "bc_mask" not in batch:
+            return total
+        mask = batch["bc_mask"].float()
+        module = self.module[module_id]
+        mean = fwd_out[Columns.ACTION_DIST_INPUTS].chunk(2, dim=-1)[0]  # unsquashed; squash as the env sees it
+        sq = ((self._squash(module, mean) - batch[Columns.ACTIONS]) ** 2).sum(-1)
+        bc = (sq * mask).sum() / mask.sum().clamp(min=1.0)
+        # TD3+BC scaling: the BC term is measured against the size of Q, so it neither vanishes
+        # as returns grow nor dominates when they are small
+        bc_loss = bc_weight * fwd_out["q_curr"].abs().mean().detach() * bc
+        key = (module_id, POLICY_LOSS_KEY)
+        self._temp_losses[key] = self._temp_losses[key] + bc_loss
+        self.metrics.log_value((module_id, "bc_mse"), bc, window=1)
+        return total + bc_loss
+
+    def _squash(self, module, u: torch.Tensor) -> torch.Tensor:
+        low, high = (torch.as_tensor(x, device=u.device) for x in (module.action_space.low, module.action_space.high))
+        return low + (torch.tanh(u) + 1.0) * 0.5 * (high - low)
+
+    def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int, batch_size: int, seed: int) -> dict[str, float]:
+        """Behaviour cloning of the actor on (obs, action) pairs with the actor's own optimiser:
+        the squashed mean regresses onto the actions (squared error), and the spread is fitted by
+        likelihood around that mean (mean and features detached), so the exploring policy starts with noise the
+        size of its own imitation error."""
+        module = self.module[MODULE]
+        optim = self.get_optimizer(MODULE, "policy")
+        dist_cls = module.get_train_action_dist_cls()
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.as_tensor(obs, device=self._device)
+        low, high = (torch.as_tensor(v, device=self._device) for v in (module.action_space.low, module.action_space.high))
+        a = torch.as_tensor(actions, device=self._device)
+        # the likelihood of a squashed Gaussian needs actions strictly inside the bounds
+        a_in = low + ((2.0 * (a - low) / (high - low) - 1.0).clamp(-0.995, 0.995) + 1.0) * 0.5 * (high - low)
+        mse = nll = torch.zeros(())
+        for _ in range(steps):
+            idx = torch.randint(0, len(x), (batch_size,), generator=gen)
+            feats = module.pi_encoder({"obs": x[idx]})[ENCODER_OUT]
+            mean = module.pi(feats).chunk(2, dim=-1)[0]
+            log_std = module.pi(feats.detach()).chunk(2, dim=-1)[1]  # the spread trains the head only
+            mse = ((self._squash(module, mean) - a[idx]) ** 2).sum(-1).mean()
+            nll = -dist_cls.from_logits(torch.cat([mean.detach(), log_std], dim=-1)).logp(a_in[idx]).mean()
+            optim.zero_grad(set_to_none=True)
+            (mse + nll).backward()
+            optim.step()
+        return {"bc_mse": float(mse.detach()), "bc_nll": float(nll.detach())}
 
     @torch.no_grad()
     def ppl_q_values(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -52,9 +120,7 @@ class PPLSACLearner(SACTorchLearner):
         out = module.forward_inference({"obs": torch.as_tensor(obs, device=self._device)})
         mean = out["action_dist_inputs"].chunk(2, dim=-1)[0]
         # the squashed Gaussian's mode; RLlib's to_deterministic() would return it unsquashed
-        low = torch.as_tensor(module.action_space.low, device=self._device)
-        high = torch.as_tensor(module.action_space.high, device=self._device)
-        return (low + (torch.tanh(mean) + 1.0) * 0.5 * (high - low)).cpu().numpy()
+        return self._squash(module, mean).cpu().numpy()
 
 
 def flatten_obs(batch: Batch, keys: list[str], prefix: str = "obs/") -> np.ndarray:
@@ -84,6 +150,7 @@ class SACAgent:
                 target_entropy=self.target_entropy,
                 twin_q=True,
                 train_batch_size_per_learner=cfg.batch_size,
+                learner_config_dict={"bc_weight": cfg.bc_weight},
             )
             .rl_module(
                 model_config=DefaultModelConfig(
@@ -95,6 +162,7 @@ class SACAgent:
         )
         self.group = algo.build_learner_group()
         self.updates = 0
+        self._actor_frozen = False
 
     def _on_learner(self, fn, **kwargs):
         return self.group.foreach_learner(fn, **kwargs)[0].get() if self.cfg.num_learners else fn(self.group._learner, **kwargs)
@@ -113,11 +181,21 @@ class SACAgent:
                 "truncateds": np.zeros(n, bool),
                 "n_step": batch["n_step"].astype(np.int64),
                 "weights": batch.get("weights", np.ones(n, np.float32)).astype(np.float32),
+                "bc_mask": batch.get("bc_mask", np.zeros(n, np.float32)).astype(np.float32),
             }
         )
+        frozen = self.updates < self.cfg.critic_warmup_updates
+        if frozen != self._actor_frozen:
+            self._on_learner(lambda learner, f: learner.set_actor_frozen(f), f=frozen)
+            self._actor_frozen = frozen
         results = self.group.update(batch=MultiAgentBatch({MODULE: sb}, env_steps=n))
         self.updates += 1
         return {k: _scalar(v) for k, v in results[0][MODULE].items() if _scalar(v) is not None}
+
+    def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int) -> dict[str, float]:
+        """Behaviour-clone the actor before online learning; returns the final losses."""
+        return self._on_learner(lambda learner, o, a: learner.bc_pretrain(o, a, steps, self.cfg.batch_size, self.cfg.seed),
+                                o=obs.astype(np.float32), a=actions.astype(np.float32))
 
     def q_values(self, batch: Batch) -> np.ndarray:
         obs = flatten_obs(batch, self.cfg.obs_keys)

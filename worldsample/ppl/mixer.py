@@ -1,7 +1,8 @@
 """The PPL data mixer: composes each learner batch from real and synthetic pools.
 
-Real part: demo (and intervention) data and online data, split `demo_share` : rest, as in
-HIL-SERL/RLPD. Synthetic part: floor(rho * B) samples, rho from the entropy pacer; a fraction
+Real part: demo data plus the steps a human drove (interventions), and online data, split
+`demo_share` : rest, as in HIL-SERL/RLPD; demos and interventions share their half in proportion
+to their sizes (one buffer, as HIL-SERL appends interventions to the demo buffer). Synthetic part: floor(rho * B) samples, rho from the entropy pacer; a fraction
 lambda* from the success pool and the rest from the failure pool; per-sample critic weights
 zero out samples that would push the synthetic mean Q away from the real one.
 """
@@ -44,17 +45,28 @@ class PPLMixer:
         synthetic_neg: GroupSampler | None,
         critic: Critic | None,
         entropy_min: float,
+        interventions: GroupSampler | None = None,
     ):
         if cfg.mode == "ppl" and critic is None:
             raise ValueError("ppl mode needs the critic for Q-aware selection and pacing")
         self.cfg = cfg
-        self.real = MixtureSampler({"demo": demo, "online": online}, {"demo": cfg.demo_share, "online": 1 - cfg.demo_share})
+        self.demo, self.interventions = demo, interventions
+        groups = {"demo": demo, "online": online, **({"intervention": interventions} if interventions is not None else {})}
+        self.real = MixtureSampler(groups, {"demo": cfg.demo_share, "online": 1 - cfg.demo_share})
         self.pos, self.neg = synthetic_pos, synthetic_neg
         self.critic = critic
         self.pacer = EntropyPacer(cfg, entropy_min if cfg.entropy_min is None else cfg.entropy_min)
         self.q_real = self.q_pos = self.q_neg = float("nan")
         self.calls = 0
         self.last: dict[str, float] = {}
+
+    def _real_weights(self) -> None:
+        """Demos and interventions split the demo share by size; online gets the rest."""
+        if self.interventions is None:
+            return
+        nd, ni = self.demo.num_transitions, self.interventions.num_transitions
+        share = self.cfg.demo_share
+        self.real.weights.update(demo=share * nd / max(nd + ni, 1), intervention=share * ni / max(nd + ni, 1))
 
     # -- pool statistics ------------------------------------------------------------------------
     def _pool_ready(self, s: GroupSampler | None) -> bool:
@@ -81,6 +93,7 @@ class PPLMixer:
     def sample(self, rng: np.random.Generator, batch: int, n: int = 1, gamma: float = 0.97) -> Batch:
         cfg = self.cfg
         self.calls += 1
+        self._real_weights()
         have_syn = self._pool_ready(self.pos) or self._pool_ready(self.neg)
         if cfg.mode == "ppl" and (self.calls == 1 or self.calls % cfg.q_probe_every == 0):
             self._probe(rng, n, gamma)
@@ -97,7 +110,7 @@ class PPLMixer:
                 if k:
                     parts.append((name, pool.nstep(rng, k, n, gamma)))
         real = self.real.sample(rng, batch - n_syn, n, gamma)
-        pieces = [(np.where(real["group"] == "demo", "demo", "online"), real)]
+        pieces = [(real["group"], real)]
         pieces += [(np.full(len(b["action"]), name), b) for name, b in parts]
         out = concat(pieces)
         weights = np.ones(batch, np.float32)
@@ -116,7 +129,7 @@ class PPLMixer:
 
     def _metrics(self, out: Batch, rho: float, lam: float) -> dict[str, float]:
         src = out["source"]
-        m = {f"batch/{k}": float((src == k).sum()) for k in ("demo", "online", "synthetic_pos", "synthetic_neg")}
+        m = {f"batch/{k}": float((src == k).sum()) for k in ("demo", "intervention", "online", "synthetic_pos", "synthetic_neg")}
         m["batch/synthetic_share"] = float(np.char.startswith(src.astype(str), "synthetic").mean())
         m["batch/zero_weight"] = float((out["weights"] == 0).sum())
         m.update({"ppl/rho": rho, "ppl/lambda": lam, "ppl/entropy": self.pacer.h_ema if self.pacer.h_ema is not None else float("nan"),

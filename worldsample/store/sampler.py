@@ -21,7 +21,7 @@ Batch = dict[str, np.ndarray]
 class _Index:
     """Per-step episode bounds for one cache version (recomputed only when the cache changes)."""
 
-    def __init__(self, reader: GroupReader, where: Callable[[EpisodeRecord], bool] | None):
+    def __init__(self, reader: GroupReader, where: Callable[[EpisodeRecord], bool] | None, step_key: str | None = None):
         c = reader.cache
         self.version = c.version
         self.ep_end = np.repeat(c.ep_start + c.ep_len, c.ep_len)  # exclusive end of each step's episode
@@ -32,6 +32,8 @@ class _Index:
         if where is not None:
             keep = np.array([where(reader.records[e]) for e in c.episode_ids], bool)
             ok &= np.repeat(keep, c.ep_len)
+        if step_key is not None:
+            ok &= c.view(step_key).reshape(c.size).astype(bool)
         self.transitions = steps[ok]
         self._windows: dict[int, np.ndarray] = {}
         self._c = c
@@ -49,19 +51,29 @@ class GroupSampler:
     """Samples one group. Call `reader.refresh()` (or `refresh()` here) to see new commits.
 
     `where` restricts transitions to episodes whose record passes it (e.g. the success pool of
-    the synthetic group); several samplers may share one reader."""
+    the synthetic group); `step_key` to steps whose boolean key is true (e.g. "intervention":
+    the steps a human drove); `reward_key` names the step key summed as reward (e.g. "success" for
+    a sparse success reward); several samplers may share one reader."""
 
     def __init__(
         self,
         reader: GroupReader,
         obs_keys: list[str] | None = None,
         where: Callable[[EpisodeRecord], bool] | None = None,
+        step_key: str | None = None,
+        reward_key: str = "reward",
     ):
         if reader.cache is None:
             raise StoreError("sampling needs a reader with cache=True")
         self.reader = reader
         self.obs_keys = obs_keys or [k for k in reader.schema.obs_keys if k in reader.keys]
         self.where = where
+        if step_key is not None and step_key not in reader.keys:
+            raise StoreError(f"group {reader.name!r} does not cache key {step_key!r} to select steps by; it has {reader.keys}")
+        self.step_key = step_key
+        if reward_key not in reader.keys:
+            raise StoreError(f"group {reader.name!r} does not cache key {reward_key!r} to use as the reward")
+        self.reward_key = reward_key
         self._index: _Index | None = None
 
     def refresh(self) -> int:
@@ -69,7 +81,7 @@ class GroupSampler:
 
     def _idx(self) -> _Index:
         if self._index is None or self._index.version != self.reader.cache.version:
-            self._index = _Index(self.reader, self.where)
+            self._index = _Index(self.reader, self.where, self.step_key)
         return self._index
 
     @property
@@ -86,7 +98,7 @@ class GroupSampler:
         t = self._pick(ix.transitions, rng, batch, "transitions")
         nxt = np.minimum(t + 1, ix.ep_end[t] - 1)
         return self._gather(t, nxt, done=ix.terminal[t] & (t == ix.ep_end[t] - 1), n_step=np.ones(batch, np.int64),
-                            reward=self.reader.cache.view("reward")[t], discount=None)
+                            reward=self._rewards(t), discount=None)
 
     def nstep(self, rng: np.random.Generator, batch: int, n: int, gamma: float) -> Batch:
         """n-step returns, cut at the episode end. `n_step` holds the steps actually summed;
@@ -101,12 +113,15 @@ class GroupSampler:
         m = np.minimum(n, np.where(term, end - t, end - 1 - t))
         k = np.arange(n)
         rows = np.minimum(t[:, None] + k, end[:, None] - 1)
-        r = self.reader.cache.view("reward")[rows]
+        r = self._rewards(rows)
         mask = k[None, :] < m[:, None]
         ret = (r * mask * gamma ** k[None, :]).sum(axis=1).astype(np.float32)
         nxt = np.minimum(t + m, end - 1)
         done = term & (t + m >= end)
         return self._gather(t, nxt, done=done, n_step=m, reward=ret, discount=(gamma**m).astype(np.float32))
+
+    def _rewards(self, rows: np.ndarray) -> np.ndarray:
+        return self.reader.cache.view(self.reward_key)[rows].astype(np.float32)
 
     def _gather(self, t, nxt, done, n_step, reward, discount) -> Batch:
         c = self.reader.cache

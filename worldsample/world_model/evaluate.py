@@ -34,6 +34,33 @@ def heldout_windows(source: WindowSource, length: int, per_episode: int) -> list
     return out
 
 
+def _rollouts(model: WorldModel, source: WindowSource, horizon: int, per_episode: int, batch: int, seed: int,
+              on_batch: Callable[[int, int], None] | None):
+    """Yield (data, rollout) per batch of held-out windows: data holds the real key -> (B, K + H, ...)
+    arrays, the rollout the model's H imagined steps from the first K."""
+    cfg = model.cfg
+    K = cfg.dynamics.history
+    wins = heldout_windows(source, K + horizon, per_episode)
+    if not wins:
+        raise NotEnoughDataError(
+            f"no held-out episode of length >= {K + horizon} (history {K} + horizon {horizon}); "
+            "collect more episodes or lower the horizon"
+        )
+    im = Imaginer(model)
+    keys = [*cfg.image_keys, *cfg.vector_keys]
+    for i in range(0, len(wins), batch):
+        part = wins[i : i + batch]
+        rows = {g: np.array([s for gg, s in part if gg == g])[:, None] + np.arange(K + horizon) for g in source.groups}
+        rows = {g: r for g, r in rows.items() if len(r)}
+        data = {k: np.concatenate([source.table(g, k)[r] for g, r in rows.items()]) for k in [*keys, "action", "reward"]}
+        dom = np.concatenate([np.full(len(r), 1 if g == "sim" else 0) for g, r in rows.items()])
+        out = im.rollout({k: data[k][:, :K] for k in keys}, data["action"][:, K - 1 : K - 1 + horizon],
+                         context_actions=data["action"][:, : K - 1], domain=dom, seed=seed + i)
+        yield im, data, out, len(wins)
+        if on_batch:
+            on_batch(min(i + batch, len(wins)), len(wins))
+
+
 def evaluate(
     model: WorldModel,
     source: WindowSource,
@@ -44,35 +71,16 @@ def evaluate(
     strip_path: Path | None = None,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> dict:
+    """Image fidelity (PSNR, SSIM, and copying the last frame as the baseline) per horizon."""
     cfg = model.cfg
     K, H = cfg.dynamics.history, max(horizons)
     if not cfg.image_keys:
-        raise NotEnoughDataError("fidelity needs an image observation; this model has none")
-    wins = heldout_windows(source, K + H, per_episode)
-    if not wins:
-        raise NotEnoughDataError(
-            f"no held-out episode of length >= {K + H} (history {K} + horizon {H}); "
-            "collect more episodes or lower the horizon"
-        )
-    im = Imaginer(model)
+        raise NotEnoughDataError("fidelity needs an image observation; this model has none (see evaluate_vectors)")
     keys = [*cfg.image_keys, *cfg.vector_keys]
     scores = {n: [] for n in ("psnr", "ssim", "copy_psnr", "copy_ssim", "recon_psnr", "reward_err")}
     strip = None
-    for i in range(0, len(wins), batch):
-        part = wins[i : i + batch]
-        rows = {g: np.array([s for gg, s in part if gg == g])[:, None] + np.arange(K + H) for g in source.groups}
-        rows = {g: r for g, r in rows.items() if len(r)}
-        data = {
-            k: np.concatenate([source.table(g, k)[r] for g, r in rows.items()]) for k in [*keys, "action", "reward"]
-        }
-        dom = np.concatenate([np.full(len(r), 1 if g == "sim" else 0) for g, r in rows.items()])
-        out = im.rollout(
-            {k: data[k][:, :K] for k in keys},
-            data["action"][:, K - 1 : K - 1 + H],
-            context_actions=data["action"][:, : K - 1],
-            domain=dom,
-            seed=seed + i,
-        )
+    windows = 0
+    for im, data, out, windows in _rollouts(model, source, H, per_episode, batch, seed, on_batch):
         for k in cfg.image_keys:
             real, pred = data[k][:, K:], out.frames[k]
             copy = np.repeat(data[k][:, K - 1 : K], H, axis=1)
@@ -85,11 +93,9 @@ def evaluate(
             if strip is None:
                 strip = (real[0], pred[0])
         scores["reward_err"].append(np.abs(out.reward - data["reward"][:, K - 1 : K - 1 + H]))
-        if on_batch:
-            on_batch(min(i + batch, len(wins)), len(wins))
     curve = {n: np.concatenate(v).mean(axis=0) for n, v in scores.items()}  # per step, averaged over windows
     report = {
-        "windows": len(wins),
+        "windows": windows,
         "groups": list(source.groups),
         "history": K,
         "generator": cfg.generator.kind,
@@ -103,6 +109,32 @@ def evaluate(
     if strip_path is not None and strip is not None:
         write_strip(strip_path, *strip)
     return report
+
+
+def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int] = (1, 8, 32), per_episode: int = 4,
+                     batch: int = 64, seed: int = 0) -> dict:
+    """For models without images: RMSE of each predicted vector observation per horizon, with
+    copying the last observation as the baseline, and the reward head's error."""
+    cfg = model.cfg
+    K, H = cfg.dynamics.history, max(horizons)
+    err = {k: [] for k in cfg.vector_keys} | {f"copy_{k}": [] for k in cfg.vector_keys} | {"reward": []}
+    windows = 0
+    for _, data, out, windows in _rollouts(model, source, H, per_episode, batch, seed, None):
+        for k in cfg.vector_keys:
+            real = data[k][:, K:].reshape(len(data[k]), H, -1)
+            copy = np.repeat(data[k][:, K - 1 : K].reshape(len(data[k]), 1, -1), H, axis=1)
+            err[k].append(((out.frames[k].reshape(real.shape) - real) ** 2).mean(-1))
+            err[f"copy_{k}"].append(((copy - real) ** 2).mean(-1))
+        err["reward"].append(np.abs(out.reward - data["reward"][:, K - 1 : K - 1 + H]))
+    curve = {n: np.concatenate(v).mean(axis=0) for n, v in err.items()}
+    return {
+        "windows": windows,
+        "groups": list(source.groups),
+        "generator": cfg.generator.kind,
+        "horizons": {str(h): {f"rmse_{k}": float(np.sqrt(curve[k][h - 1])) for k in [*cfg.vector_keys, *(f"copy_{k}" for k in cfg.vector_keys)]}
+                     for h in horizons},
+        "reward_mae": float(curve["reward"].mean()),
+    }
 
 
 def write_strip(path: Path, real: np.ndarray, pred: np.ndarray, columns: int = 8, scale: int = 2) -> None:
