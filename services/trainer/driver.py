@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from services.trainer.state import load_checkpoint, save_checkpoint
-from services.trainer.workers import LearnerWorker, SimWorker, SynthWorker, WorldModelWorker
+from services.trainer.workers import Evaluator, LearnerWorker, SimWorker, SynthWorker, WorldModelWorker
 from worldsample.config import RunConfig
 from worldsample.errors import RunDirectoryError
 from worldsample.runlog import ControlChannel, EventLog, MetricsWriter
@@ -37,12 +37,47 @@ class TrainSummary:
     synthetic_share: float = 0.0
     wm_versions: int = 0
     evals: list[tuple[int, float]] = field(default_factory=list)
+    wm_eval: dict = field(default_factory=dict)
     seconds: float = 0.0
 
 
 def _actor(ray, cls, name: str, *args):
     """A named actor that Ray restarts if its process dies (state comes back from checkpoints)."""
     return ray.remote(max_restarts=2, max_task_retries=0)(cls).options(name=name, namespace=NAMESPACE, num_cpus=0).remote(*args)
+
+
+class _Metrics:
+    """metrics.jsonl, mirrored to TensorBoard scalars when asked."""
+
+    def __init__(self, run_dir: Path, tensorboard: bool):
+        from worldsample.runlog.tensorboard import TensorBoardScalars
+
+        self.jsonl = MetricsWriter(run_dir)
+        self.tb = TensorBoardScalars(run_dir) if tensorboard else None
+
+    def log(self, step: int, row: dict) -> None:
+        self.jsonl.log(step, row)
+        if self.tb is not None:
+            self.tb.log(step, row)
+
+    def close(self) -> None:
+        self.jsonl.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+def _wm_scalars(report: dict) -> dict[str, float]:
+    return {f"wm_eval/{name}@{h}": v for h, row in report["horizons"].items() for name, v in row.items()}
+
+
+def _wait_for_group(store: EpisodeStore, name: str, timeout_s: float) -> None:
+    """With the bridge, the recorder owns the `real` group (its schema comes from the robot profile)."""
+    deadline = time.monotonic() + timeout_s
+    while name not in store.groups:
+        if time.monotonic() > deadline:
+            raise RunDirectoryError(f"no `{name}` group in {store.root} after {timeout_s:.0f} s: is `worldsample bridge --run` "
+                                    "running on this run directory?")
+        time.sleep(0.5)
 
 
 def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | None = None,
@@ -63,7 +98,8 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
 
     ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
              ignore_reinit_error=True, **({} if address else {"num_cpus": 2}))
-    metrics, events, control = MetricsWriter(run_dir), EventLog(run_dir, source="trainer"), ControlChannel(run_dir)
+    metrics = _Metrics(run_dir, loop.tensorboard)
+    events, control = EventLog(run_dir, source="trainer"), ControlChannel(run_dir)
     summary = TrainSummary()
     t0 = time.perf_counter()
     try:
@@ -71,7 +107,9 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
         if sim is not None:
             ray.get(sim.ready.remote())
         else:
-            store.ensure_group("real", schema)
+            _wait_for_group(store, "real", loop.bridge_wait_s)
+        # the lock-step sim evaluates itself; with the bridge, a separate copy of the simulated arm does
+        evaluator = sim if sim is not None else (_actor(ray, Evaluator, "evaluator", str(run_dir), cfg.env, loop) if loop.eval_episodes else None)
         learner = _actor(ray, LearnerWorker, "learner", str(run_dir), loop, obs_dims, low, high)
         wm = _actor(ray, WorldModelWorker, "world_model", str(run_dir), loop) if loop.ppl.mode != "off" else None
         synth = _actor(ray, SynthWorker, "synth", str(run_dir), loop, low, high) if loop.ppl.mode != "off" else None
@@ -85,12 +123,19 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
                 ray.get(synth.load_state.remote(parts["synth"]))
             start_episode = int(meta["round"]) + 1
             events.emit("resume", f"resumed at round {start_episode}", round=start_episode)
+        else:
+            pre = ray.get(learner.pretrain.remote())
+            if pre:
+                ray.get(learner.export.remote({"round": -1, "real_steps": 0, "pretrain": True}))
+                metrics.log(0, pre)
+                events.emit("pretrain", f"behaviour cloning on {int(pre['pretrain/transitions'])} demo transitions, action error {pre['pretrain/bc_mse']:.3f}")
         real = store.reader("real", cache=False)
         real.refresh()
         seen_steps = real.num_steps  # the store is the truth: episodes committed after the checkpoint count once
-        if sim is not None and loop.eval_episodes:
-            summary.success_before = ray.get(sim.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
+        if evaluator is not None and loop.eval_episodes:
+            summary.success_before = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
             metrics.log(seen_steps, {"eval/success_rate": summary.success_before})
+            summary.evals.append((seen_steps, summary.success_before))
         paused = False
         r = start_episode
         while seen_steps < loop.real_steps:
@@ -120,8 +165,8 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             row.update(ray.get(learner.train.remote(new * loop.learner.utd)))
             if r % loop.export_every_episodes == 0:
                 row["policy/version"] = float(ray.get(learner.export.remote({"round": r, "real_steps": seen_steps})))
-            if sim is not None and loop.eval_episodes and (r + 1) % loop.eval_every_episodes == 0:
-                ev = ray.get(sim.evaluate.remote(loop.eval_episodes, 10_000))
+            if evaluator is not None and loop.eval_episodes and (r + 1) % loop.eval_every_episodes == 0:
+                ev = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))
                 row["eval/success_rate"] = ev["success_rate"]
                 summary.evals.append((seen_steps, ev["success_rate"]))
             row["real_steps"] = float(seen_steps)
@@ -140,10 +185,16 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
         save_checkpoint(ckpt_root, r, {"learner": learner_state, **({"synth": ray.get(synth.state.remote())} if synth else {})},
                         {"round": r - 1, "real_steps": seen_steps, "real_episodes": real.num_episodes})
         ray.get(learner.export.remote({"round": r, "real_steps": seen_steps, "final": True}))
-        if sim is not None and loop.eval_episodes:
-            summary.success_after = ray.get(sim.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
+        if evaluator is not None and loop.eval_episodes:
+            summary.success_after = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
             metrics.log(seen_steps, {"eval/success_rate": summary.success_after})
-            ray.get(sim.close.remote())
+            summary.evals.append((seen_steps, summary.success_after))
+        if evaluator is not None:
+            ray.get(evaluator.close.remote())
+        if wm is not None and loop.wm_eval_horizons:
+            summary.wm_eval = ray.get(wm.evaluate.remote(loop.wm_eval_horizons))
+            if summary.wm_eval:
+                metrics.log(seen_steps, _wm_scalars(summary.wm_eval))
         summary.real_steps, summary.episodes, summary.updates = seen_steps, real.num_episodes, int(learner_state["updates"])
         events.emit("done", f"trained on {seen_steps} real steps")
     finally:

@@ -153,3 +153,17 @@ def test_step_key_must_be_cached(tmp_path):
     store = new_store(tmp_path, group="demo")
     with pytest.raises(Exception, match="does not cache key"):
         GroupSampler(store.reader("demo"), step_key="nope")
+
+
+def test_pacing_starts_when_the_actor_starts_learning(tmp_path):
+    demo, online, pos, neg = stores(tmp_path)
+    # during the critic warm-up the actor is the behaviour-cloned one: its entropy is not even asked for
+    mixer = PPLMixer(PPLConfig(entropy_ema=0.0, q_probe_every=1), demo, online, pos, neg, FakeCritic([1.0, -0.5]), -2.0)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        mixer.sample(rng, 100, actor_learning=False)
+        assert mixer.pacer.h0 is None and mixer.last["ppl/rho"] == 0.0  # no synthetic data, no H_0 yet
+    mixer.sample(rng, 100)  # released: H_0 = 1.0, the first entropy measured
+    assert mixer.pacer.h0 == 1.0 and mixer.last["ppl/rho"] == 0.0
+    mixer.sample(rng, 100)  # H = -0.5: H~ = (−0.5 + 2) / 3 = 0.5 -> rho 0.15
+    assert mixer.last["ppl/rho"] == pytest.approx(0.15)

@@ -46,6 +46,10 @@ TINY = [
     "loop.world_model.train.dyn_steps=20",
     "--set",
     "loop.ppl.q_probe=32",
+    "--set",
+    "loop.learner.bc_pretrain_steps=30",
+    "--set",
+    "loop.learner.critic_warmup_updates=10",
 ]
 
 

@@ -35,7 +35,7 @@ def run_collection(out: Path, cfg, episodes: int) -> None:
 @friendly_errors
 def collect(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory; created if new, appended to if it exists.")],
-    episodes: Annotated[int, typer.Option("--episodes", "-n", min=1, help="Episodes to record.")] = 10,
+    episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="Episodes to record (default: the config's demos.episodes).")] = None,
     domain: Annotated[str, typer.Option(help="real (deployment domain, group demo) or sim (randomised, group sim).")] = "real",
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -48,4 +48,4 @@ def collect(
         raise ConfigError(f"--domain must be real or sim, got {domain!r}")
     cfg = load_config(config, [*(set_ or []), f"env.domain={domain}"])
     out.mkdir(parents=True, exist_ok=True)
-    run_collection(out, cfg, episodes)
+    run_collection(out, cfg, episodes or cfg.demos.episodes)

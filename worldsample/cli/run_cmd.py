@@ -2,9 +2,10 @@
 
 1. demonstrations from the scripted expert on the simulated arm, into a new run directory;
 2. the dashboard, served on 127.0.0.1 (its own process, lower CPU priority);
-3. online RL with world-model augmentation and PPL (`worldsample train`, local Ray, the
-   simulated arm stepped in lock-step by a Ray actor; `--robot bridge` instead learns from what
-   `worldsample bridge` commits, see docs/bridge.md);
+3. online RL with world-model augmentation and PPL (`worldsample train`, local Ray). With
+   `--robot bridge` (the default) the simulated arm runs as a ROS 2 robot in its own process and
+   `worldsample bridge` records it over DDS on loopback, as with a physical arm; `--robot sim`
+   steps the arm in lock-step inside a Ray actor instead (reproducible, used by the benchmarks);
 4. a summary: real steps, success before and after, synthetic share, world-model version.
 """
 
@@ -14,12 +15,14 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from worldsample.cli.common import ConfigOpt, SetOpt, console, friendly_errors
+from worldsample.cli.dds_robot import SimRobotOverDds
 from worldsample.errors import RunDirectoryError
 
 
@@ -45,6 +48,8 @@ def run(
     train: Annotated[bool, typer.Option(help="Run online RL after the demonstrations.")] = True,
     dashboard: Annotated[bool, typer.Option(help="Serve the dashboard while the job runs.")] = True,
     port: Annotated[int, typer.Option(help="Dashboard port on 127.0.0.1.")] = 8765,
+    robot: Annotated[str, typer.Option(help="bridge: the simulated arm over DDS + the bridge; sim: lock-step in a Ray actor.")] = "bridge",
+    profile: Annotated[Path, typer.Option(help="Robot profile for --robot bridge.")] = Path("configs/robot_profiles/sim_arm.yaml"),
     keep_dashboard: Annotated[bool, typer.Option(help="Keep serving the dashboard after training (Ctrl-C to stop).")] = False,
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -55,7 +60,9 @@ def run(
     from worldsample.cli.train_cmd import print_summary
     from worldsample.config import dump_config, load_config
 
-    cfg = load_config(config, set_ or [])
+    if robot not in ("sim", "bridge"):
+        raise typer.BadParameter("--robot must be sim or bridge")
+    cfg = load_config(config, [*(set_ or []), f"loop.robot={robot}"])
     out = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     if out.exists() and any(out.iterdir()):
         raise RunDirectoryError(f"{out} already exists and is not empty; choose a new --out")
@@ -68,11 +75,19 @@ def run(
         if train:
             from services.trainer.driver import train as run_train
 
-            with console.status("training...") as status:
+            robot_procs = SimRobotOverDds(out, cfg, profile) if robot == "bridge" else nullcontext()
+            with robot_procs as link, console.status("training...") as status:
+                if link is not None:
+                    console.print(f"simulated arm over DDS (domain {link.domain_id}, loopback) + bridge; logs in {out}")
+
                 def on_round(row: dict) -> None:
+                    if link is not None:
+                        link.check()
+                    sr = row.get("eval/success_rate")
                     status.update(f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  "
                                   f"updates {int(row.get('learner/updates', 0))}  "
-                                  f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%")
+                                  f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
+                                  + (f"  eval success {100 * sr:.0f}%" if sr is not None else ""))
 
                 print_summary(run_train(out, cfg, on_round=on_round))
         console.print(info_table(out))

@@ -18,6 +18,15 @@ def print_summary(s) -> None:
         f"success {before} -> {after}; synthetic share of the last batch {100 * s.synthetic_share:.0f}%; "
         f"world-model versions {s.wm_versions}"
     )
+    if s.wm_eval:
+        rows = s.wm_eval["horizons"]
+        if "psnr" in next(iter(rows.values())):
+            fid = ", ".join(f"{h} steps {r['psnr']:.1f} dB (copy {r['copy_psnr']:.1f})" for h, r in rows.items())
+            console.print(f"world model v{s.wm_eval['version']} PSNR on held-out {s.wm_eval['group']} episodes: {fid}")
+        else:
+            key = next(k for k in next(iter(rows.values())) if not k.startswith("rmse_copy_"))
+            fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[key.replace('rmse_', 'rmse_copy_')]:.4f})" for h, r in rows.items())
+            console.print(f"world model v{s.wm_eval['version']} (no camera) {key} on held-out {s.wm_eval['group']} episodes: {fid}")
 
 
 @friendly_errors

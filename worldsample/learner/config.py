@@ -1,4 +1,6 @@
-"""Learner settings. Defaults follow HIL-SERL/RLPD (ALGORITHMS.md §2)."""
+"""Learner settings. Network and SAC defaults follow HIL-SERL/RLPD (ALGORITHMS.md §2); the
+behaviour-cloning warm start (pretraining, critic warm-up, BC term) is WorldSample's addition,
+measured in the README: without it, SAC fine-tuning from few demonstrations loses what BC learned."""
 
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ class LearnerConfig(BaseModel):
     target_entropy: float | None = Field(None, description="default -|A| / 2")
     batch_size: int = Field(256, ge=2)
     utd: int = Field(2, ge=1, description="gradient updates per new real environment step")
-    bc_weight: float = Field(0.0, ge=0.0, description="behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC")
-    bc_pretrain_steps: int = Field(0, ge=0, description="actor steps of maximum-likelihood behaviour cloning on the demos before online learning")
-    critic_warmup_updates: int = Field(0, ge=0, description="first updates train only the critics (actor and temperature fixed)")
+    bc_weight: float = Field(1.0, ge=0.0, description="behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC")
+    bc_pretrain_steps: int = Field(3000, ge=0, description="actor steps of maximum-likelihood behaviour cloning on the demos before online learning")
+    critic_warmup_updates: int = Field(300, ge=0, description="first updates train only the critics (actor and temperature fixed)")
     num_learners: int = Field(0, ge=0, description="0: the learner runs in-process; >0: remote Ray learners")
+    num_gpus_per_learner: float = Field(0.0, ge=0.0, description="GPU share of each learner (with num_learners >= 1, or 1 for the local one)")
     seed: int = 0

@@ -157,7 +157,7 @@ class SACAgent:
                     fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[]
                 )
             )
-            .learners(num_learners=cfg.num_learners, learner_class=PPLSACLearner)
+            .learners(num_learners=cfg.num_learners, num_gpus_per_learner=cfg.num_gpus_per_learner, learner_class=PPLSACLearner)
             .debugging(seed=cfg.seed)
         )
         self.group = algo.build_learner_group()

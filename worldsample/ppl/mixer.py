@@ -72,11 +72,14 @@ class PPLMixer:
     def _pool_ready(self, s: GroupSampler | None) -> bool:
         return s is not None and s.num_transitions > 0
 
-    def _probe(self, rng: np.random.Generator, n: int, gamma: float) -> None:
-        """Refresh the pool mean-Q estimates and the entropy on real states."""
+    def _probe(self, rng: np.random.Generator, n: int, gamma: float, actor_learning: bool) -> None:
+        """Refresh the pool mean-Q estimates, and the entropy on real states once the actor learns
+        (during a critic warm-up the actor is the behaviour-cloned one: its entropy says nothing
+        about the critic, and H_0 is the entropy at the start of online *actor* training)."""
         probe = self.real.sample(rng, self.cfg.q_probe, n, gamma)
         self.q_real = float(self.critic.q_values(probe).mean())
-        self.pacer.observe(self.critic.entropy(probe))
+        if actor_learning:
+            self.pacer.observe(self.critic.entropy(probe))
         for attr, pool in (("q_pos", self.pos), ("q_neg", self.neg)):
             q = float(self.critic.q_values(pool.nstep(rng, self.cfg.q_probe, n, gamma)).mean()) if self._pool_ready(pool) else float("nan")
             setattr(self, attr, q)
@@ -90,13 +93,13 @@ class PPLMixer:
         return q_aware_lambda(self.q_real, self.q_pos, self.q_neg)
 
     # -- batches --------------------------------------------------------------------------------
-    def sample(self, rng: np.random.Generator, batch: int, n: int = 1, gamma: float = 0.97) -> Batch:
+    def sample(self, rng: np.random.Generator, batch: int, n: int = 1, gamma: float = 0.97, actor_learning: bool = True) -> Batch:
         cfg = self.cfg
         self.calls += 1
         self._real_weights()
         have_syn = self._pool_ready(self.pos) or self._pool_ready(self.neg)
-        if cfg.mode == "ppl" and (self.calls == 1 or self.calls % cfg.q_probe_every == 0):
-            self._probe(rng, n, gamma)
+        if cfg.mode == "ppl" and (self.calls == 1 or self.calls % cfg.q_probe_every == 0 or (actor_learning and self.pacer.h0 is None)):
+            self._probe(rng, n, gamma, actor_learning)
         rho = self.pacer.rho if have_syn else 0.0
         n_syn = int(np.floor(rho * batch))
         lam = self._lambda() if n_syn and cfg.mode == "ppl" else float("nan")

@@ -35,6 +35,10 @@ class RunFiles:
         return self.run_dir / "policies"
 
     @property
+    def tensorboard(self) -> Path:
+        return self.run_dir / "tensorboard"
+
+    @property
     def reports(self) -> Path:
         return self.run_dir / "reports"
 

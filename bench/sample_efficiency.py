@@ -1,0 +1,175 @@
+"""Sample efficiency of the loop: real data only (`off`), a fixed synthetic share (`naive`), and
+Policy-Paced Learning (`ppl`), on the same task, demonstrations and seeds.
+
+    .venv/bin/python bench/sample_efficiency.py                          # CPU state profile, 3 seeds
+    .venv/bin/python bench/sample_efficiency.py --seeds 0 --real-steps 600  # smoke run
+
+Per seed, the scripted expert records the demonstrations once; every arm trains on a copy of that
+run directory with `worldsample train` (the simulated arm in lock-step, local Ray), so arms differ
+only in `loop.ppl.mode`. Success is the deterministic policy on 20 fixed held-out initial states,
+measured by the trainer every few episodes. Reported: success vs real steps (PNG and table), real
+steps to reach the threshold (80 %), and final success at the budget.
+
+Profiles live in configs/bench/ (`state`: 39-dim state observations, CPU-sized).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+ARMS = ("off", "naive", "ppl")
+console = Console(width=160)
+
+
+def log(msg: str) -> None:
+    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {msg}", highlight=False)
+
+
+def worldsample(*args: str, log_path: Path) -> None:
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    with open(log_path, "w") as out:
+        rc = subprocess.call([sys.executable, "-m", "worldsample.cli.main", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    if rc != 0:
+        raise SystemExit(f"`worldsample {' '.join(args[:2])} ...` failed (exit {rc}); see {log_path}")
+
+
+def curve(run: Path) -> list[tuple[int, float]]:
+    """(real steps, eval success) from the trainer's metrics log."""
+    pts = []
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if "eval/success_rate" in row:
+            pts.append((int(row["step"]), float(row["eval/success_rate"])))
+    return pts
+
+
+def steps_to(pts: list[tuple[int, float]], threshold: float) -> int | None:
+    return next((s for s, v in pts if v >= threshold), None)
+
+
+def plot(results: dict, threshold: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    colours = {"off": "#888888", "naive": "#e0a030", "ppl": "#3070d0"}
+    for arm, runs in results.items():
+        grid = sorted({s for pts in runs.values() for s, _ in pts})
+        curves = np.array([np.interp(grid, *zip(*pts)) for pts in runs.values()])
+        mean = curves.mean(0)
+        ax.plot(grid, 100 * mean, label=f"{arm} ({len(runs)} seeds)", color=colours.get(arm))
+        if len(runs) > 1:
+            ax.fill_between(grid, 100 * curves.min(0), 100 * curves.max(0), color=colours.get(arm), alpha=0.15)
+    ax.axhline(100 * threshold, ls="--", lw=0.8, color="k")
+    ax.set_xlabel("real environment steps")
+    ax.set_ylabel("success rate (%)")
+    ax.set_ylim(-2, 102)
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def summarise(results: dict, threshold: float, budget: int, seconds: dict) -> tuple[Table, list[str]]:
+    table = Table(title=f"success vs real steps (threshold {100 * threshold:.0f} %, budget {budget} real steps)")
+    for col in ("arm", "success at 0", "final success", f"steps to {100 * threshold:.0f} % (per seed)", "mean steps", "vs off", "wall s/run"):
+        table.add_column(col, justify="right")
+    md = [f"| arm | success at 0 | final success | steps to {100 * threshold:.0f} % (per seed) | mean | vs off | wall s/run |",
+          "|---|---|---|---|---|---|---|"]
+    mean_steps: dict[str, float | None] = {}
+    for arm, runs in results.items():
+        reach = [steps_to(pts, threshold) for pts in runs.values()]
+        # a seed that never reaches the threshold counts as the budget (a lower bound on its cost)
+        costs = [budget if r is None else r for r in reach]
+        mean_steps[arm] = float(np.mean(costs))
+    for arm, runs in results.items():
+        start = np.mean([pts[0][1] for pts in runs.values()])
+        final = [pts[-1][1] for pts in runs.values()]
+        reach = [steps_to(pts, threshold) for pts in runs.values()]
+        per_seed = ", ".join("-" if r is None else str(r) for r in reach)
+        unreached = sum(r is None for r in reach)
+        mean = f"{mean_steps[arm]:.0f}" + (f"+ ({unreached} of {len(reach)} not reached)" if unreached else "")
+        vs = "-" if arm == "off" or "off" not in mean_steps else f"{100 * (1 - mean_steps[arm] / mean_steps['off']):+.0f} % steps"
+        row = [arm, f"{100 * start:.0f} %", f"{100 * np.mean(final):.0f} % (sd {100 * np.std(final):.0f})", per_seed, mean, vs,
+               f"{np.mean(seconds[arm]):.0f}"]
+        table.add_row(*row)
+        md.append("| " + " | ".join(row) + " |")
+    return table, md
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", default="state", help="configs/bench/<profile>.yaml")
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--real-steps", type=int, default=None, help="budget per run (default: the profile's)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel (each is lock-step and seeded: results do not depend on it)")
+    ap.add_argument("--threshold", type=float, default=0.8)
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "sample_efficiency")
+    ap.add_argument("--set", dest="sets", action="append", default=[], help="extra config override for every run")
+    args = ap.parse_args()
+
+    profile = ROOT / "configs" / "bench" / f"{args.profile}.yaml"
+    if not profile.exists():
+        raise SystemExit(f"no profile {profile}")
+    arms = [a for a in args.arms.split(",") if a]
+    if unknown := set(arms) - set(ARMS):
+        raise SystemExit(f"unknown arms {sorted(unknown)}; choose from {ARMS}")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    sets = list(args.sets) + ([f"loop.real_steps={args.real_steps}"] if args.real_steps else [])
+    out = args.out
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    common = ["--config", str(profile)] + [x for s in sets for x in ("--set", s)]
+
+    results: dict[str, dict[int, list]] = {a: {} for a in arms}
+    seconds: dict[str, list[float]] = {a: [] for a in arms}
+    for seed in seeds:
+        demos = out / f"demos-{seed}"
+        worldsample("demos", "collect", "--out", str(demos), *common, "--set", f"demos.seed={1000 * seed}", log_path=out / f"demos-{seed}.log")
+
+    def one(seed: int, arm: str) -> None:
+        run = out / f"{arm}-{seed}"
+        shutil.copytree(out / f"demos-{seed}", run)
+        log(f"seed {seed} arm {arm} ...")
+        t0 = time.perf_counter()
+        worldsample("train", str(run), *common, "--set", f"loop.ppl.mode={arm}", "--set", f"loop.seed={seed}",
+                    "--set", f"loop.learner.seed={seed}", log_path=out / f"{arm}-{seed}.log")
+        seconds[arm].append(time.perf_counter() - t0)
+        results[arm][seed] = pts = curve(run)
+        log(f"seed {seed} arm {arm}: success {' '.join(f'{s}:{100 * v:.0f}' for s, v in pts)} ({seconds[arm][-1]:.0f} s)")
+
+    # runs are independent (own run directory, own local Ray); --jobs 2 uses both cores of a small machine
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for f in [pool.submit(one, seed, arm) for seed in seeds for arm in arms]:
+            f.result()
+    results = {arm: dict(sorted(runs.items())) for arm, runs in results.items()}
+
+    budget = max(s for runs in results.values() for pts in runs.values() for s, _ in pts)
+    table, md = summarise(results, args.threshold, budget, seconds)
+    console.print(table)
+    plot(results, args.threshold, out / "success_vs_steps.png")
+    (out / "results.json").write_text(json.dumps({"profile": args.profile, "seeds": seeds, "threshold": args.threshold,
+                                                  "curves": results, "seconds": seconds}, indent=1))
+    (out / "table.md").write_text("\n".join(md) + "\n")
+    log(f"wrote {out / 'success_vs_steps.png'}, {out / 'table.md'}, {out / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The simulated arm as a ROS 2 robot for `worldsample run --robot bridge`: two processes that
+speak DDS on loopback, exactly as they would with a physical arm, plus their shutdown.
+
+    sim-robot  publishes cameras / joint states / the task state, applies actions, resets;
+    bridge     records episodes into RUN's store and drives the arm with RUN's latest policy.
+
+The robot profile is configs/robot_profiles/sim_arm.yaml, adjusted to the run's config (task,
+episode length, cameras, exploration) through the profile's own `--set` overrides.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from worldsample.config import RunConfig
+from worldsample.errors import ConfigError
+
+DEFAULT_PROFILE = Path("configs/robot_profiles/sim_arm.yaml")
+
+
+def profile_overrides(cfg: RunConfig) -> list[str]:
+    sets = [f"sim.task={cfg.env.task}", f"sim.seed={cfg.loop.seed}", f"episode.max_steps={cfg.env.max_episode_steps}",
+            f"episode.end_on_success={str(cfg.env.terminate_on_success).lower()}",
+            "episode.auto_start=true", f"episode.explore={str(cfg.loop.explore).lower()}"]
+    if not cfg.env.cameras:
+        sets.append("cameras=[]")  # state-only runs: no camera streams to record
+    return sets
+
+
+class SimRobotOverDds:
+    """Context manager: start sim-robot and bridge on a private DDS domain; stop them on exit
+    (SIGTERM first, so the bridge closes its episode cleanly; SIGKILL after `grace_s`)."""
+
+    def __init__(self, run: Path, cfg: RunConfig, profile: Path = DEFAULT_PROFILE, domain_id: int | None = None, grace_s: float = 15.0):
+        if not profile.exists():
+            raise ConfigError(f"robot profile {profile} not found; run from the repository root or pass --profile")
+        self.run, self.cfg, self.profile = Path(run), cfg, profile
+        self.domain_id = domain_id if domain_id is not None else random.Random(os.getpid() ^ time.time_ns()).randint(1, 200)
+        self.grace_s = grace_s
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def _start(self, name: str, args: list[str]) -> None:
+        sets = [x for s in profile_overrides(self.cfg) for x in ("--set", s)]
+        cmd = [sys.executable, "-m", "worldsample.cli.bridge_cmd", name, "--profile", str(self.profile), "--loopback",
+               "--domain-id", str(self.domain_id), *args, *sets]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
+        with open(self.run / f"{name}.log", "w") as log:
+            self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def __enter__(self) -> SimRobotOverDds:
+        self._start("bridge", ["--run", str(self.run)])
+        self._start("sim-robot", ["--intervene"] if self.cfg.loop.interventions else [])
+        return self
+
+    def check(self) -> None:
+        """Raise if either process has died (its log names the reason)."""
+        for name, p in self.procs.items():
+            if p.poll() is not None:
+                raise RuntimeError(f"{name} exited with {p.returncode}; see {self.run / (name + '.log')}")
+
+    def __exit__(self, *exc) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
