@@ -121,7 +121,7 @@ class EpisodeSpec(_Strict):
     keep_faulted: bool = Field(False, description="commit faulted episodes (marked outcome=faulted) instead of dropping them")
     chunk_len: int = Field(32, ge=1, le=4096)
     max_backlog: int = Field(200, ge=1, description="steps waiting for the store before the episode is dropped")
-    auto_start: bool = Field(False, description="start the next episode as soon as one ends (unattended online RL)")
+    auto_start: bool = Field(False, description="start the next episode as soon as one ends (unattended online RL); the first waits for an exported policy")
     explore: bool = Field(False, description="sample a stochastic policy's actions (online RL) instead of its mean")
 
 

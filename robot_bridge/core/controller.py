@@ -60,6 +60,7 @@ class Controller:
         self.periods_ms: deque[float] = deque(maxlen=2000)
         self.overruns = 0
         self._next_status = 0
+        self._next_policy_look = 0
         self._ep_start = 0
         self.steps = 0
         self._pending: dict | None = None
@@ -162,7 +163,8 @@ class Controller:
             self._command(self._commands.get_nowait(), now)
         if self.estop and self.sm.state != State.FAULTED:
             self._fault("estop", now)
-        if self.p.episode.auto_start and self.sm.state != State.FAULTED and self.sm.can(Event.START) and not self._stale(now):
+        if (self.p.episode.auto_start and self.sm.state != State.FAULTED and self.sm.can(Event.START) and not self._stale(now)
+                and self._have_policy(now)):
             self._command({"cmd": "start"}, now)
         state = self.sm.state
         if state == State.RESETTING:
@@ -174,6 +176,16 @@ class Controller:
         if now >= self._next_status:
             self._next_status = now + int(1e9 / self.p.status_rate_hz)
             self.out.status(self.status(now))
+
+    def _have_policy(self, now: int) -> bool:
+        """Unattended episodes wait for the first exported policy (looked for once a second):
+        an episode of held actions teaches the learner nothing."""
+        if self.policy.actor is not None:
+            return True
+        if now >= self._next_policy_look:
+            self._next_policy_look = now + 1_000_000_000
+            self.policy.refresh()
+        return self.policy.actor is not None
 
     # -- commands and transitions ----------------------------------------------------------------
     def _command(self, cmd: dict, now: int) -> None:

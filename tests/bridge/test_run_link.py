@@ -1,6 +1,8 @@
 """Dashboard requests reach the bridge process through the run directory, and the bridge reports
 the robot's state there (worldsample.runlog)."""
 
+import time
+
 from tests.bridge.helpers import Rig, small_profile
 from worldsample.runlog import ControlChannel, StatusFile
 
@@ -43,3 +45,18 @@ def test_auto_start_and_exploration_for_unattended_online_rl(tmp_path):
     ep = reader.episode(reader.episode_records()[0].episode)
     mean = np.stack([actor.act({"proprio": p, "state": s}) for p, s in zip(ep["proprio"], ep["state"])])
     assert np.abs(ep["action"] - mean).mean() > 1e-3  # sampled around the mean, not the mean itself
+
+
+def test_unattended_episodes_wait_for_the_first_policy(tmp_path):
+    from tests.bridge.helpers import publish_policy
+
+    run = tmp_path / "run"
+    profile = small_profile(tmp_path, **{"episode.max_steps": 8, "episode.auto_start": True, "action.max_delta": 10.0})
+    with Rig(tmp_path, profile, run) as rig:
+        st = rig.op.wait_ready()
+        time.sleep(2.0)  # ready, auto-start on, but nothing to act with: no episode
+        st = rig.op.status
+        assert st["state"] in ("idle", "ended") and st["episodes"]["committed"] == 0 and st["policy_version"] is None
+        publish_policy(run, seed=3, scale=0.1)
+        st = rig.op.wait(lambda s: s["episodes"]["committed"] >= 1, 60, "an episode once a policy exists")
+        assert st["policy_version"] == 1
