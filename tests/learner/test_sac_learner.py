@@ -14,7 +14,8 @@ B = 32
 
 def agent():
     torch.manual_seed(0)
-    return sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B), 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0)
+    return sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
 
 
 def batch(syn_reward: float, syn_weight: float):
@@ -106,7 +107,7 @@ def test_critic_warmup_keeps_actor_and_temperature_then_releases_them():
 
 def _gap_after_updates(weight: float) -> tuple[float, float, dict]:
     torch.manual_seed(0)
-    a = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, bc_weight=weight), 3,
+    a = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, bc_weight=weight, critic_warmup_updates=0), 3,
                      gym.spaces.Box(-1, 1, (2,), np.float32))
     b = {**batch(1.0, 1.0), "bc_mask": np.ones(B, np.float32)}
     gap0 = _actor_gap(a, b)
