@@ -56,6 +56,12 @@ def curve(run: Path) -> list[tuple[int, float]]:
     return pts
 
 
+def wall_seconds(run: Path) -> float:
+    """From the trainer's first metrics row (after Ray start) to its last."""
+    times = [json.loads(line)["time"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return times[-1] - times[0]
+
+
 def steps_to(pts: list[tuple[int, float]], threshold: float) -> int | None:
     return next((s for s, v in pts if v >= threshold), None)
 
@@ -87,9 +93,9 @@ def plot(results: dict, threshold: float, path: Path) -> None:
 
 def summarise(results: dict, threshold: float, budget: int, seconds: dict) -> tuple[Table, list[str]]:
     table = Table(title=f"success vs real steps (threshold {100 * threshold:.0f} %, budget {budget} real steps)")
-    for col in ("arm", "success at 0", "final success", f"steps to {100 * threshold:.0f} % (per seed)", "mean steps", "vs off", "wall s/run"):
+    for col in ("arm", "success at 0", "final success", f"steps to {100 * threshold:.0f} % (per seed)", "mean steps", "vs off", "train s/run"):
         table.add_column(col, justify="right")
-    md = [f"| arm | success at 0 | final success | steps to {100 * threshold:.0f} % (per seed) | mean | vs off | wall s/run |",
+    md = [f"| arm | success at 0 | final success | steps to {100 * threshold:.0f} % (per seed) | mean | vs off | train s/run |",
           "|---|---|---|---|---|---|---|"]
     mean_steps: dict[str, float | None] = {}
     for arm, runs in results.items():
@@ -121,6 +127,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="runs in parallel (each is lock-step and seeded: results do not depend on it)")
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "sample_efficiency")
+    ap.add_argument("--summarise", action="store_true", help="only rebuild the table and plot from the runs already in --out")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="extra config override for every run")
     args = ap.parse_args()
 
@@ -133,13 +140,13 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     sets = list(args.sets) + ([f"loop.real_steps={args.real_steps}"] if args.real_steps else [])
     out = args.out
+    if args.summarise:
+        return report(out, args.threshold, arms, seeds, args.profile)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     common = ["--config", str(profile)] + [x for s in sets for x in ("--set", s)]
 
-    results: dict[str, dict[int, list]] = {a: {} for a in arms}
-    seconds: dict[str, list[float]] = {a: [] for a in arms}
     for seed in seeds:
         demos = out / f"demos-{seed}"
         worldsample("demos", "collect", "--out", str(demos), *common, "--set", f"demos.seed={1000 * seed}", log_path=out / f"demos-{seed}.log")
@@ -151,21 +158,26 @@ def main() -> None:
         t0 = time.perf_counter()
         worldsample("train", str(run), *common, "--set", f"loop.ppl.mode={arm}", "--set", f"loop.seed={seed}",
                     "--set", f"loop.learner.seed={seed}", log_path=out / f"{arm}-{seed}.log")
-        seconds[arm].append(time.perf_counter() - t0)
-        results[arm][seed] = pts = curve(run)
-        log(f"seed {seed} arm {arm}: success {' '.join(f'{s}:{100 * v:.0f}' for s, v in pts)} ({seconds[arm][-1]:.0f} s)")
+        pts = curve(run)
+        log(f"seed {seed} arm {arm}: success {' '.join(f'{s}:{100 * v:.0f}' for s, v in pts)} ({time.perf_counter() - t0:.0f} s)")
 
     # runs are independent (own run directory, own local Ray); --jobs 2 uses both cores of a small machine
     with ThreadPoolExecutor(args.jobs) as pool:
         for f in [pool.submit(one, seed, arm) for seed in seeds for arm in arms]:
             f.result()
-    results = {arm: dict(sorted(runs.items())) for arm, runs in results.items()}
+    report(out, args.threshold, arms, seeds, args.profile)
 
+
+def report(out: Path, threshold: float, arms: list[str], seeds: list[int], profile: str) -> None:
+    """Table, plot and JSON from the run directories under `out` (their metrics.jsonl)."""
+    results = {arm: {seed: curve(out / f"{arm}-{seed}") for seed in seeds if (out / f"{arm}-{seed}" / "metrics.jsonl").exists()}
+               for arm in arms}
+    seconds = {arm: [wall_seconds(out / f"{arm}-{seed}") for seed in runs] for arm, runs in results.items()}
     budget = max(s for runs in results.values() for pts in runs.values() for s, _ in pts)
-    table, md = summarise(results, args.threshold, budget, seconds)
+    table, md = summarise(results, threshold, budget, seconds)
     console.print(table)
-    plot(results, args.threshold, out / "success_vs_steps.png")
-    (out / "results.json").write_text(json.dumps({"profile": args.profile, "seeds": seeds, "threshold": args.threshold,
+    plot(results, threshold, out / "success_vs_steps.png")
+    (out / "results.json").write_text(json.dumps({"profile": profile, "seeds": seeds, "threshold": threshold,
                                                   "curves": results, "seconds": seconds}, indent=1))
     (out / "table.md").write_text("\n".join(md) + "\n")
     log(f"wrote {out / 'success_vs_steps.png'}, {out / 'table.md'}, {out / 'results.json'}")

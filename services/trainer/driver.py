@@ -67,7 +67,7 @@ class _Metrics:
 
 
 def _wm_scalars(report: dict) -> dict[str, float]:
-    return {f"wm_eval/{name}@{h}": v for h, row in report["horizons"].items() for name, v in row.items()}
+    return {f"wm_eval/h{h}/{name}": v for h, row in report["horizons"].items() for name, v in row.items()}
 
 
 def _wait_for_group(store: EpisodeStore, name: str, timeout_s: float) -> None:

@@ -17,10 +17,12 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     run = tmp_path / "run"
     env = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     cmd = [sys.executable, "-m", "worldsample.cli.main", "run", "--out", str(run), "--robot", "bridge", "--no-dashboard",
-           "--set", "demos.episodes=2", "--set", "loop.real_steps=120", "--set", "loop.learner.bc_pretrain_steps=20", *TINY]
+           "--set", "demos.episodes=2", "--set", "loop.real_steps=120", "--set", "loop.learner.bc_pretrain_steps=20",
+           "--set", "loop.world_model.train.holdout_every=2", *TINY]
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "simulated arm over DDS" in res.stdout and "trained" in res.stdout
+    assert "world model v" in res.stdout and "held-out real episodes" in res.stdout  # fidelity in the summary
 
     store = EpisodeStore(run)
     real = store.reader("real", cache=False)
@@ -31,6 +33,8 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     assert subprocess.run([sys.executable, "-m", "worldsample.cli.main", "store", "verify", str(run)], cwd=ROOT, env=env).returncode == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("eval/success_rate" in r for r in rows) and any("wm/version" in r for r in rows)
+    assert any(k.startswith("wm_eval/h1/") for r in rows for k in r)
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
     for name in ("sim-robot", "bridge"):
         assert (run / f"{name}.log").stat().st_size > 0
     # both robot processes are gone
