@@ -4,7 +4,7 @@ measured in the README: without it, SAC fine-tuning from few demonstrations lose
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class LearnerConfig(BaseModel):
@@ -13,6 +13,8 @@ class LearnerConfig(BaseModel):
     obs_keys: list[str] = Field(["state"], min_length=1, description="vector observation keys fed to actor and critics")
     hidden: list[int] = Field([256, 256], min_length=1)
     layer_norm: bool = Field(True, description="LayerNorm in the critic (and actor) MLPs")
+    critics: int = Field(2, ge=2, le=20, description="critic ensemble size; 2 is RLlib's twin-Q SAC (HIL-SERL), 10 is RLPD")
+    target_subset: int = Field(2, ge=1, description="Bellman target: min over a random subset of this many target critics")
     gamma: float = Field(0.97, gt=0.0, le=1.0)
     n_step: int = Field(1, ge=1)
     lr: float = Field(3e-4, gt=0.0)
@@ -27,3 +29,9 @@ class LearnerConfig(BaseModel):
     num_learners: int = Field(0, ge=0, description="0: the learner runs in-process; >0: remote Ray learners")
     num_gpus_per_learner: float = Field(0.0, ge=0.0, description="GPU share of each learner (with num_learners >= 1, or 1 for the local one)")
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _subset_fits(self) -> LearnerConfig:
+        if self.target_subset > self.critics:
+            raise ValueError(f"target_subset ({self.target_subset}) cannot exceed critics ({self.critics})")
+        return self

@@ -9,6 +9,8 @@ from the current networks: Q-values and the actor's entropy on given states.
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -18,9 +20,11 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
 from worldsample.learner.config import LearnerConfig
+from worldsample.learner.ensemble import EXTRA_PREDS, EnsembleSACTorchRLModule
 from worldsample.store.sampler import Batch
 
 MODULE = "default_policy"
@@ -32,6 +36,22 @@ class PPLSACLearner(SACTorchLearner):
 
     actor_frozen = False
 
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        super().configure_optimizers_for_module(module_id, config)
+        module = self._module[module_id]
+        if getattr(module, "num_critics", 2) > 2:
+            params = self.get_parameters(module.qf_extra_encoders) + self.get_parameters(module.qf_extra_heads)
+            self.register_optimizer(module_id=module_id, optimizer_name="qf_extra", optimizer=torch.optim.Adam(params, eps=1e-7),
+                                    params=params, lr_or_lr_schedule=config.critic_lr)
+
+    def _extra_critic_loss(self, module_id, config, batch, fwd_out) -> torch.Tensor:
+        """Critics 2..N-1 of an ensemble regress onto the same weighted Bellman target as RLlib's two."""
+        alpha = torch.exp(self.curr_log_alpha[module_id]).detach()
+        q_next = (1.0 - batch[Columns.TERMINATEDS].float()) * (fwd_out["q_target_next"] - alpha * fwd_out["logp_next_resampled"])
+        target = (batch[Columns.REWARDS] + (config.gamma ** batch["n_step"]) * q_next).detach()
+        huber = torch.nn.HuberLoss(reduction="none", delta=1.0)
+        return sum(torch.mean(batch["weights"] * huber(pred, target)) for pred in fwd_out[EXTRA_PREDS])
+
     def set_actor_frozen(self, frozen: bool) -> None:
         """Critic warm-up: while frozen, only the critics learn (actor and temperature keep their values)."""
         self.actor_frozen = bool(frozen)
@@ -39,7 +59,7 @@ class PPLSACLearner(SACTorchLearner):
     def compute_gradients(self, loss_per_module, **kwargs):
         grads = super().compute_gradients(loss_per_module, **kwargs)
         if self.actor_frozen:
-            for name in ("policy", "alpha"):
+            for name in ("policy", "alpha"):  # the critics (all of an ensemble) keep learning
                 for pid, p in self.filter_param_dict_for_optimizer(self._params, self.get_optimizer(MODULE, name)).items():
                     grads.pop(pid, None)
                     p.grad = None  # Adam skips parameters without a gradient
@@ -47,6 +67,11 @@ class PPLSACLearner(SACTorchLearner):
 
     def _compute_loss_for_module_continuous(self, *, module_id, config, batch, fwd_out):
         total = super()._compute_loss_for_module_continuous(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        if EXTRA_PREDS in fwd_out:
+            extra = self._extra_critic_loss(module_id, config, batch, fwd_out)
+            self._temp_losses[(module_id, "qf_extra_loss")] = extra
+            self.metrics.log_value((module_id, "qf_extra_loss"), extra, window=1)
+            total = total + extra
         bc_weight = float(config.learner_config_dict.get("bc_weight", 0.0))
         if bc_weight <= 0 or "bc_mask" not in batch:
             return total
@@ -150,19 +175,23 @@ class SACAgent:
                 target_entropy=self.target_entropy,
                 twin_q=True,
                 train_batch_size_per_learner=cfg.batch_size,
-                learner_config_dict={"bc_weight": cfg.bc_weight},
             )
-            .rl_module(
-                model_config=DefaultModelConfig(
-                    fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[]
-                )
-            )
-            .learners(num_learners=cfg.num_learners, num_gpus_per_learner=cfg.num_gpus_per_learner, learner_class=PPLSACLearner)
+            .rl_module(**self._module_args(cfg))
+            .learners(num_learners=cfg.num_learners, num_gpus_per_learner=cfg.num_gpus_per_learner, learner_class=PPLSACLearner,
+                      learner_config_dict={"bc_weight": cfg.bc_weight})
             .debugging(seed=cfg.seed)
         )
         self.group = algo.build_learner_group()
         self.updates = 0
         self._actor_frozen = False
+
+    @staticmethod
+    def _module_args(cfg: LearnerConfig) -> dict:
+        model = DefaultModelConfig(fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[])
+        if cfg.critics == 2:
+            return {"model_config": model}  # RLlib's own twin-Q module
+        return {"rl_module_spec": RLModuleSpec(module_class=EnsembleSACTorchRLModule),
+                "model_config": {**dataclasses.asdict(model), "num_critics": cfg.critics, "target_subset": cfg.target_subset}}
 
     def _on_learner(self, fn, **kwargs):
         return self.group.foreach_learner(fn, **kwargs)[0].get() if self.cfg.num_learners else fn(self.group._learner, **kwargs)

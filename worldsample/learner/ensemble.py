@@ -1,0 +1,98 @@
+"""A critic ensemble for RLlib's SAC RLModule (RLPD: N critics, targets from a random subset).
+
+RLlib's default SAC module has one critic or a twin. `EnsembleSACTorchRLModule` keeps those two
+as critics 0 and 1 (so RLlib's loss, logging and target updates still see them) and adds N - 2
+more, each with its own target copy. Differences from the twin:
+
+- Bellman target: the minimum over a random `target_subset` of the N target critics (RLPD's
+  random 2-subset), drawn afresh for every batch;
+- actor: the mean of all N critics (RLPD);
+- critic loss: every critic regresses onto the same target, with the batch's per-sample weights.
+
+`num_critics = 2` is exactly RLlib's twin-Q SAC; this module is used only above that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from ray.rllib.algorithms.sac.sac_learner import ACTION_DIST_INPUTS_NEXT, QF_PREDS, QF_TWIN_PREDS
+from ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSACTorchRLModule
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.utils import make_target_network
+from ray.rllib.core.models.base import ENCODER_OUT
+
+EXTRA_PREDS = "qf_extra_preds"  # (N - 2, B) predictions of critics 2..N-1
+
+
+class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
+    def setup(self):
+        super().setup()
+        self.num_critics = int(self.model_config.get("num_critics", 2))
+        self.target_subset = int(self.model_config.get("target_subset", 2))
+        if not self.twin_q or self.num_critics < 2 or not 1 <= self.target_subset <= self.num_critics:
+            raise ValueError(f"critic ensemble needs twin_q, num_critics >= 2 and 1 <= target_subset <= num_critics "
+                             f"(got {self.num_critics}, {self.target_subset})")
+        if not self.inference_only:
+            extra = self.num_critics - 2
+            self.qf_extra_encoders = torch.nn.ModuleList([self.catalog.build_qf_encoder(framework="torch") for _ in range(extra)])
+            self.qf_extra_heads = torch.nn.ModuleList([self.catalog.build_qf_head(framework="torch") for _ in range(extra)])
+
+    # -- networks ----------------------------------------------------------------------------------
+    def make_target_networks(self):
+        super().make_target_networks()
+        self.target_qf_extra_encoders = make_target_network(self.qf_extra_encoders)
+        self.target_qf_extra_heads = make_target_network(self.qf_extra_heads)
+
+    def get_non_inference_attributes(self) -> list[str]:
+        return [*super().get_non_inference_attributes(), "qf_extra_encoders", "qf_extra_heads",
+                "target_qf_extra_encoders", "target_qf_extra_heads"]
+
+    def get_target_network_pairs(self):
+        return [*super().get_target_network_pairs(), (self.qf_extra_encoders, self.target_qf_extra_encoders),
+                (self.qf_extra_heads, self.target_qf_extra_heads)]
+
+    def _critics(self) -> list[tuple[Any, Any]]:
+        return [(self.qf_encoder, self.qf), (self.qf_twin_encoder, self.qf_twin), *zip(self.qf_extra_encoders, self.qf_extra_heads)]
+
+    def _targets(self) -> list[tuple[Any, Any]]:
+        return [(self.target_qf_encoder, self.target_qf), (self.target_qf_twin_encoder, self.target_qf_twin),
+                *zip(self.target_qf_extra_encoders, self.target_qf_extra_heads)]
+
+    def _all_q(self, batch: dict, nets: list[tuple[Any, Any]], squeeze: bool = True) -> torch.Tensor:
+        return torch.stack([self._qf_forward_train_helper(batch, enc, head, squeeze=squeeze) for enc, head in nets])
+
+    # -- the Q APIs RLlib and the learner call -----------------------------------------------------
+    def compute_q_values(self, batch: dict[str, Any], squeeze: bool = True) -> torch.Tensor:
+        """The actor's (and PPL's) Q: the ensemble mean."""
+        return self._all_q(batch, self._critics(), squeeze).mean(0)
+
+    def forward_target(self, batch: dict[str, Any], squeeze: bool = True) -> torch.Tensor:
+        idx = torch.randperm(self.num_critics)[: self.target_subset].tolist()
+        targets = self._targets()
+        return self._all_q(batch, [targets[i] for i in idx], squeeze).min(0).values
+
+    def _forward_train_continuous(self, batch: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        curr = {Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: batch[Columns.ACTIONS]}
+        preds = self._all_q(curr, self._critics())
+        out[QF_PREDS], out[QF_TWIN_PREDS], out[EXTRA_PREDS] = preds[0], preds[1], preds[2:]
+
+        logits = self.pi(self.pi_encoder({Columns.OBS: batch[Columns.OBS]})[ENCODER_OUT])
+        logits_next = self.pi(self.pi_encoder({Columns.OBS: batch[Columns.NEXT_OBS]})[ENCODER_OUT])
+        out[Columns.ACTION_DIST_INPUTS], out[ACTION_DIST_INPUTS_NEXT] = logits, logits_next
+        dist_cls = self.get_train_action_dist_cls()
+        actions, out["logp_resampled"] = dist_cls.from_logits(logits).rsample_and_logp()
+        actions_next, logp_next = dist_cls.from_logits(logits_next).sample_and_logp()
+        out["logp_next_resampled"] = logp_next.detach()
+
+        # the actor's gradient flows through the critics' inputs, not into their weights
+        params = [p for enc, head in self._critics() for p in (*enc.parameters(), *head.parameters())]
+        for p in params:
+            p.requires_grad = False
+        out["q_curr"] = self.compute_q_values({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})
+        for p in params:
+            p.requires_grad = True
+        out["q_target_next"] = self.forward_target({Columns.OBS: batch[Columns.NEXT_OBS], Columns.ACTIONS: actions_next.detach()}).detach()
+        return out
