@@ -3,7 +3,9 @@
 With `robot="sim"` each round is lock-step, for reproducible benchmarks: one real episode from
 the sim actor, then `utd` learner updates per new real step, then (at their cadences) world-model
 post-training, synthesis, export of the policy and evaluation. With `robot="bridge"` the bridge
-commits real episodes on its own clock and the driver trains on whatever has arrived.
+commits real episodes on its own clock, the driver trains on whatever has arrived, and world-model
+training and synthesis run beside the learner (their results are picked up when ready).
+Cadences (`*_every_episodes`) count committed episodes in both modes.
 """
 
 from __future__ import annotations
@@ -44,6 +46,28 @@ class TrainSummary:
 def _actor(ray, cls, name: str, *args):
     """A named actor that Ray restarts if its process dies (state comes back from checkpoints)."""
     return ray.remote(max_restarts=2, max_task_retries=0)(cls).options(name=name, namespace=NAMESPACE, num_cpus=0).remote(*args)
+
+
+class _Background:
+    """At most one call of a kind in flight. `wait=True` collects it at once (lock-step rounds)."""
+
+    def __init__(self, ray, wait: bool):
+        self.ray, self.wait, self.ref = ray, wait, None
+
+    def start(self, call) -> None:
+        if self.ref is None:
+            self.ref = call()
+
+    def poll(self) -> dict:
+        if self.ref is None or not (self.wait or self.ray.wait([self.ref], timeout=0)[0]):
+            return {}
+        ref, self.ref = self.ref, None
+        return self.ray.get(ref)
+
+    def finish(self) -> None:
+        if self.ref is not None:
+            self.ray.get(self.ref)
+            self.ref = None
 
 
 class _Metrics:
@@ -138,6 +162,10 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             summary.evals.append((seen_steps, summary.success_before))
         paused = False
         r = start_episode
+        start_episodes = episodes_now = real.num_episodes
+        # lock-step: world model and synthesis finish inside the round (reproducible); with the
+        # bridge they run beside the learner and report when done
+        wm_job, synth_job = _Background(ray, wait=sim is not None), _Background(ray, wait=sim is not None)
         while seen_steps < loop.real_steps:
             for cmd in control.poll("trainer"):
                 if cmd.kind.value in ("pause", "resume", "estop"):
@@ -158,14 +186,22 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             if new <= 0:
                 time.sleep(1.0)
                 continue
-            if wm is not None and r % loop.wm_every_episodes == 0:
-                row.update(ray.get(wm.train.remote()))
-            if synth is not None and r % loop.synth_every_episodes == 0:
-                row.update(ray.get(synth.generate.remote()))
+            # cadences count committed episodes (one per round in lock-step, any number with the bridge)
+            episodes_before, episodes_now = episodes_now, real.num_episodes
+
+            def due(every: int, first: bool = True) -> bool:
+                return (first and episodes_before == start_episodes) or episodes_now // every > episodes_before // every
+
+            if wm is not None and due(loop.wm_every_episodes):
+                wm_job.start(wm.train.remote)
+            row.update(wm_job.poll())
+            if synth is not None and due(loop.synth_every_episodes):
+                synth_job.start(synth.generate.remote)
+            row.update(synth_job.poll())
             row.update(ray.get(learner.train.remote(new * loop.learner.utd)))
-            if r % loop.export_every_episodes == 0:
+            if due(loop.export_every_episodes):
                 row["policy/version"] = float(ray.get(learner.export.remote({"round": r, "real_steps": seen_steps})))
-            if evaluator is not None and loop.eval_episodes and (r + 1) % loop.eval_every_episodes == 0:
+            if evaluator is not None and loop.eval_episodes and due(loop.eval_every_episodes, first=False):
                 ev = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))
                 row["eval/success_rate"] = ev["success_rate"]
                 summary.evals.append((seen_steps, ev["success_rate"]))
@@ -173,7 +209,7 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             metrics.log(seen_steps, row)
             summary.synthetic_share = row.get("batch/synthetic_share", summary.synthetic_share)
             summary.wm_versions = int(row.get("wm/version", summary.wm_versions))
-            if r % loop.checkpoint_every_episodes == 0:
+            if due(loop.checkpoint_every_episodes):
                 parts = {"learner": ray.get(learner.state.remote())}
                 if synth is not None:
                     parts["synth"] = ray.get(synth.state.remote())
@@ -181,6 +217,8 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             if on_round:
                 on_round(row)
             r += 1
+        for job in (wm_job, synth_job):
+            job.finish()
         learner_state = ray.get(learner.state.remote())
         save_checkpoint(ckpt_root, r, {"learner": learner_state, **({"synth": ray.get(synth.state.remote())} if synth else {})},
                         {"round": r - 1, "real_steps": seen_steps, "real_episodes": real.num_episodes})

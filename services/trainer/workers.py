@@ -226,7 +226,8 @@ class WorldModelWorker:
         from worldsample.world_model.modes import checkpoint_dir, fit_to_store, train_run
 
         store = EpisodeStore(self.run_dir)
-        cfg = fit_to_store(self.loop.world_model, store, "demo")
+        # an empty image_keys in the loop's config means a state-only model, cameras or not
+        cfg = fit_to_store(self.loop.world_model, store, "demo", images=bool(self.loop.world_model.image_keys))
         mode = "loop" if checkpoint.latest_version(checkpoint_dir(self.run_dir)) is not None else "demo"
         _, path = train_run(self.run_dir, cfg, mode)
         self.rounds += 1

@@ -52,7 +52,10 @@ class LoopConfig(BaseModel):
     learner: LearnerConfig = Field(default_factory=_cpu_learner)
     ppl: PPLConfig = PPLConfig()
     synth: SynthConfig = SynthConfig()
-    world_model: WorldModelConfig = Field(default_factory=_small_world_model)
+    world_model: WorldModelConfig = Field(
+        default_factory=_small_world_model,
+        description="continual world model; image_keys [] (default) keeps it on vectors, any camera name makes it "
+        "train on every camera in the store (minutes per round on CPU)")
 
     @model_validator(mode="after")
     def _world_model_sees_what_the_learner_sees(self) -> LoopConfig:

@@ -27,10 +27,11 @@ def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "world_model"
 
 
-def fit_to_store(cfg: WorldModelConfig, store: EpisodeStore, group: str) -> WorldModelConfig:
-    """The observation fields of `cfg` taken from a group's schema: the model must fit the data."""
+def fit_to_store(cfg: WorldModelConfig, store: EpisodeStore, group: str, images: bool = True) -> WorldModelConfig:
+    """The observation fields of `cfg` taken from a group's schema: the model must fit the data.
+    `images=False` keeps the model on vectors even when the group has cameras."""
     schema = store.schema(group)
-    images = schema.image_keys
+    images = schema.image_keys if images else []
     vectors = {k: math.prod(schema.keys[k].shape) for k in cfg.vector_keys if k in schema.keys}
     data = cfg.model_dump()
     data.update(image_keys=images, vector_keys=vectors, action_dim=schema.action_dim)
