@@ -9,6 +9,7 @@ from the current networks: Q-values and the actor's entropy on given states.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import gymnasium as gym
@@ -107,17 +108,26 @@ class PPLSACLearner(SACTorchLearner):
         # the likelihood of a squashed Gaussian needs actions strictly inside the bounds
         a_in = low + ((2.0 * (a - low) / (high - low) - 1.0).clamp(-0.995, 0.995) + 1.0) * 0.5 * (high - low)
         mse = nll = torch.zeros(())
-        for _ in range(steps):
-            idx = torch.randint(0, len(x), (batch_size,), generator=gen)
-            feats = module.pi_encoder({"obs": x[idx]})[ENCODER_OUT]
-            mean = module.pi(feats).chunk(2, dim=-1)[0]
-            log_std = module.pi(feats.detach()).chunk(2, dim=-1)[1]  # the spread trains the head only
-            mse = ((self._squash(module, mean) - a[idx]) ** 2).sum(-1).mean()
-            nll = -dist_cls.from_logits(torch.cat([mean.detach(), log_std], dim=-1)).logp(a_in[idx]).mean()
-            optim.zero_grad(set_to_none=True)
-            (mse + nll).backward()
-            optim.step()
+        # a remote learner wraps the module in DistributedDataParallel: its gradient hooks must not
+        # count these backward passes as a step of its own
+        sync_off = module.no_sync() if hasattr(module, "no_sync") else contextlib.nullcontext()
+        with sync_off:
+            for _ in range(steps):
+                mse, nll = self._bc_step(module, optim, dist_cls, x, a, a_in, gen, batch_size)
+        optim.zero_grad(set_to_none=True)  # leave no gradients behind for RLlib's next update
         return {"bc_mse": float(mse.detach()), "bc_nll": float(nll.detach())}
+
+    def _bc_step(self, module, optim, dist_cls, x, a, a_in, gen, batch_size):
+        idx = torch.randint(0, len(x), (batch_size,), generator=gen)
+        feats = module.pi_encoder({"obs": x[idx]})[ENCODER_OUT]
+        mean = module.pi(feats).chunk(2, dim=-1)[0]
+        log_std = module.pi(feats.detach()).chunk(2, dim=-1)[1]  # the spread trains the head only
+        mse = ((self._squash(module, mean) - a[idx]) ** 2).sum(-1).mean()
+        nll = -dist_cls.from_logits(torch.cat([mean.detach(), log_std], dim=-1)).logp(a_in[idx]).mean()
+        optim.zero_grad(set_to_none=True)
+        (mse + nll).backward()
+        optim.step()
+        return mse, nll
 
     @torch.no_grad()
     def ppl_q_values(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -194,7 +204,13 @@ class SACAgent:
                 "model_config": {**dataclasses.asdict(model), "num_critics": cfg.critics, "target_subset": cfg.target_subset}}
 
     def _on_learner(self, fn, **kwargs):
-        return self.group.foreach_learner(fn, **kwargs)[0].get() if self.cfg.num_learners else fn(self.group._learner, **kwargs)
+        """Run fn on the (first) learner: in-process, or inside the remote Ray learner actor."""
+        if not self.cfg.num_learners:
+            return fn(self.group._learner, **kwargs)
+        return next(iter(self.group.foreach_learner(fn, **kwargs))).get()
+
+    def close(self) -> None:
+        self.group.shutdown()
 
     def update(self, batch: Batch) -> dict[str, float]:
         """One gradient step on a mixer batch (keys obs/<k>, next_obs/<k>, action, reward, done,

@@ -15,7 +15,8 @@ from worldsample.world_model.config import WorldModelConfig
 def _small_world_model() -> WorldModelConfig:
     """CPU-sized continual post-training: a few hundred steps per round."""
     cfg = WorldModelConfig(image_keys=[], vector_keys={"state": 39})
-    cfg.train.ae_steps, cfg.train.dyn_steps, cfg.train.batch = 150, 150, 32
+    cfg.autoencoder.vector_latent_dim = 32
+    cfg.train.ae_steps, cfg.train.dyn_steps, cfg.train.batch = 300, 300, 32
     cfg.train.groups = {"demo": 1.0}
     return cfg
 

@@ -24,7 +24,7 @@ class AutoencoderConfig(_Strict):
     width: int = Field(32, ge=4, le=512, description="channels at H/2 (twice that at H/4)")
     vector_latent_dim: int = Field(8, ge=1, le=256, description="MLP latent of the vector observations")
     residual_decode: bool = Field(
-        True, description="imagined frame = last real frame + decode(z_t) - decode(z_last_real); static parts stay exact")
+        True, description="imagined frame (or vector) = last real one + decode(z_t) - decode(z_last_real); static parts stay exact")
     vector_grid: int = Field(4, ge=1, le=64, description="latent grid side when there is no camera")
 
 

@@ -126,6 +126,10 @@ class Imaginer:
             real = np.asarray(context[key])[:, -1].astype(np.int16)
             delta = frames[key].astype(np.int16) - ref[key].astype(np.int16)[:, None]
             frames[key] = np.clip(real[:, None] + delta, 0, 255).astype(np.uint8)
+        for key in self.cfg.vector_keys:  # the same for vectors: the decoder's static error cancels
+            real = np.asarray(context[key], np.float32)[:, -1].reshape(len(ref[key]), -1)
+            delta = frames[key].reshape(*frames[key].shape[:2], -1) - ref[key].reshape(len(ref[key]), 1, -1)
+            frames[key] = (real[:, None] + delta).reshape(frames[key].shape).astype(np.float32)
 
     def _pad(self, z: torch.Tensor, past: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         K, k = self.cfg.dynamics.history, z.shape[1]
