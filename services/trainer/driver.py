@@ -64,10 +64,10 @@ class _Background:
         ref, self.ref = self.ref, None
         return self.ray.get(ref)
 
-    def finish(self) -> None:
-        if self.ref is not None:
-            self.ray.get(self.ref)
-            self.ref = None
+    def finish(self) -> dict:
+        """Wait for a call still in flight; its result (or {})."""
+        ref, self.ref = self.ref, None
+        return self.ray.get(ref) if ref is not None else {}
 
 
 class _Metrics:
@@ -218,7 +218,8 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
                 on_round(row)
             r += 1
         for job in (wm_job, synth_job):
-            job.finish()
+            last = job.finish()
+            summary.wm_versions = int(last.get("wm/version", summary.wm_versions))
         learner_state = ray.get(learner.state.remote())
         save_checkpoint(ckpt_root, r, {"learner": learner_state, **({"synth": ray.get(synth.state.remote())} if synth else {})},
                         {"round": r - 1, "real_steps": seen_steps, "real_episodes": real.num_episodes})

@@ -167,3 +167,15 @@ def test_pacing_starts_when_the_actor_starts_learning(tmp_path):
     assert mixer.pacer.h0 == 1.0 and mixer.last["ppl/rho"] == 0.0
     mixer.sample(rng, 100)  # H = -0.5: H~ = (−0.5 + 2) / 3 = 0.5 -> rho 0.15
     assert mixer.last["ppl/rho"] == pytest.approx(0.15)
+
+
+def test_a_pool_that_fills_between_probes_is_probed_before_it_is_used(tmp_path):
+    demo, online, pos, neg = stores(tmp_path)
+    mixer = PPLMixer(PPLConfig(entropy_ema=0.0, q_probe_every=1000), demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
+    rng = np.random.default_rng(0)
+    mixer.sample(rng, 100)  # first probe: H_0 = 2
+    mixer.q_pos = float("nan")  # as if the success pool had been empty at that probe
+    mixer.pacer.observe(-2.0)  # confident now: rho 0.3, synthetic samples wanted before the next scheduled probe
+    b = mixer.sample(rng, 100)
+    assert np.isfinite(mixer.last["ppl/lambda"]) and np.isfinite(mixer.q_pos)
+    assert mixer.last["batch/synthetic_pos"] + mixer.last["batch/synthetic_neg"] == 30 and len(b["action"]) == 100

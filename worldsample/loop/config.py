@@ -31,7 +31,7 @@ class LoopConfig(BaseModel):
 
     robot: Literal["sim", "bridge"] = Field("sim", description="sim: a local actor steps the simulated arm; bridge: learn from what the bridge commits")
     bridge_wait_s: float = Field(120.0, gt=0, description="robot=bridge: how long to wait for the bridge to create the `real` group")
-    real_steps: int = Field(2000, ge=1, description="budget of real environment steps")
+    real_steps: int = Field(4000, ge=1, description="budget of real environment steps")
     reward: Literal["success", "task"] = Field(
         "success", description="success: sparse 1 at the successful (terminal) step, as HIL-SERL's reward classifier; "
         "task: the environment's shaped reward times reward_scale (with terminate_on_success a positive shaped reward "

@@ -84,6 +84,11 @@ class PPLMixer:
             q = float(self.critic.q_values(pool.nstep(rng, self.cfg.q_probe, n, gamma)).mean()) if self._pool_ready(pool) else float("nan")
             setattr(self, attr, q)
 
+    def _estimates_cover_pools(self) -> bool:
+        """Every ready pool (and the real data) has a finite mean-Q estimate."""
+        needed = [self.q_real] + [q for q, pool in ((self.q_pos, self.pos), (self.q_neg, self.neg)) if self._pool_ready(pool)]
+        return bool(np.isfinite(needed).all())
+
     def _lambda(self) -> float:
         pos, neg = self._pool_ready(self.pos), self._pool_ready(self.neg)
         if pos and not neg:
@@ -102,6 +107,8 @@ class PPLMixer:
             self._probe(rng, n, gamma, actor_learning)
         rho = self.pacer.rho if have_syn else 0.0
         n_syn = int(np.floor(rho * batch))
+        if cfg.mode == "ppl" and n_syn and not self._estimates_cover_pools():
+            self._probe(rng, n, gamma, actor_learning)  # a pool filled since the last probe
         lam = self._lambda() if n_syn and cfg.mode == "ppl" else float("nan")
         parts: list[tuple[str, Batch]] = []
         if n_syn:
