@@ -38,9 +38,15 @@ class TrainSummary:
     success_after: float | None = None
     synthetic_share: float = 0.0
     wm_versions: int = 0
-    evals: list[tuple[int, float]] = field(default_factory=list)
+    evals: list[tuple[int, float, int | None]] = field(default_factory=list)  # (real steps, success, policy version)
     wm_eval: dict = field(default_factory=dict)
     seconds: float = 0.0
+
+    @property
+    def best(self) -> tuple[int, float, int | None] | None:
+        """The best evaluated policy (the latest of equals): online RL is not monotone, and the
+        registry keeps every version, so this one can be deployed instead of the last."""
+        return max(reversed(self.evals), key=lambda e: e[1]) if self.evals else None
 
 
 def _actor(ray, cls, name: str, *args):
@@ -157,9 +163,10 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
         real.refresh()
         seen_steps = real.num_steps  # the store is the truth: episodes committed after the checkpoint count once
         if evaluator is not None and loop.eval_episodes:
-            summary.success_before = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
+            ev = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))
+            summary.success_before = ev["success_rate"]
             metrics.log(seen_steps, {"eval/success_rate": summary.success_before})
-            summary.evals.append((seen_steps, summary.success_before))
+            summary.evals.append((seen_steps, ev["success_rate"], ev["policy_version"]))
         paused = False
         r = start_episode
         start_episodes = episodes_now = real.num_episodes
@@ -204,7 +211,7 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             if evaluator is not None and loop.eval_episodes and due(loop.eval_every_episodes, first=False):
                 ev = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))
                 row["eval/success_rate"] = ev["success_rate"]
-                summary.evals.append((seen_steps, ev["success_rate"]))
+                summary.evals.append((seen_steps, ev["success_rate"], ev["policy_version"]))
             row["real_steps"] = float(seen_steps)
             metrics.log(seen_steps, row)
             summary.synthetic_share = row.get("batch/synthetic_share", summary.synthetic_share)
@@ -225,9 +232,10 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
                         {"round": r - 1, "real_steps": seen_steps, "real_episodes": real.num_episodes})
         ray.get(learner.export.remote({"round": r, "real_steps": seen_steps, "final": True}))
         if evaluator is not None and loop.eval_episodes:
-            summary.success_after = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))["success_rate"]
+            ev = ray.get(evaluator.evaluate.remote(loop.eval_episodes, 10_000))
+            summary.success_after = ev["success_rate"]
             metrics.log(seen_steps, {"eval/success_rate": summary.success_after})
-            summary.evals.append((seen_steps, summary.success_after))
+            summary.evals.append((seen_steps, ev["success_rate"], ev["policy_version"]))
         if evaluator is not None:
             ray.get(evaluator.close.remote())
         if wm is not None and loop.wm_eval_horizons:

@@ -22,6 +22,7 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "simulated arm over DDS" in res.stdout and "trained" in res.stdout
+    assert "best evaluated policy: v" in res.stdout
     assert "world model v" in res.stdout and "held-out real episodes" in res.stdout  # fidelity in the summary
 
     store = EpisodeStore(run)

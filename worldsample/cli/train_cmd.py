@@ -18,6 +18,9 @@ def print_summary(s) -> None:
         f"success {before} -> {after}; synthetic share of the last batch {100 * s.synthetic_share:.0f}%; "
         f"world-model versions {s.wm_versions}"
     )
+    if s.best is not None and s.best[2] is not None:
+        steps, rate, version = s.best
+        console.print(f"best evaluated policy: v{version}, {100 * rate:.0f}% at {steps} real steps (every version is in RUN/policies/)")
     if s.wm_eval:
         rows = s.wm_eval["horizons"]
         if "psnr" in next(iter(rows.values())):
