@@ -28,7 +28,9 @@ run: system-deps $(STAMP)
 test: system-deps $(STAMP)
 	MUJOCO_GL=egl $(BIN)/python -m pytest -q
 
+# benchmarks: the bench extra (matplotlib for plots), then the store benchmark; see README for the others
 bench: system-deps $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
 	MUJOCO_GL=egl $(BIN)/python bench/store.py
 
 clean:

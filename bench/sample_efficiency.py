@@ -1,7 +1,8 @@
 """Sample efficiency of the loop: real data only (`off`), a fixed synthetic share (`naive`), and
 Policy-Paced Learning (`ppl`), on the same task, demonstrations and seeds.
 
-    .venv/bin/python bench/sample_efficiency.py                          # CPU state profile, 3 seeds
+    .venv/bin/pip install -e '.[bench]'                                   # matplotlib, for the plot
+    .venv/bin/python bench/sample_efficiency.py --jobs 2                 # CPU state profile, 3 seeds
     .venv/bin/python bench/sample_efficiency.py --seeds 0 --real-steps 600  # smoke run
 
 Per seed, the scripted expert records the demonstrations once; every arm trains on a copy of that
@@ -131,6 +132,10 @@ def main() -> None:
     ap.add_argument("--summarise", action="store_true", help="only rebuild the table and plot from the runs already in --out")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="extra config override for every run")
     args = ap.parse_args()
+    try:  # fail now, not after the runs
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SystemExit("the plot needs matplotlib: .venv/bin/pip install -e '.[bench]'") from None
 
     profile = ROOT / "configs" / "bench" / f"{args.profile}.yaml"
     if not profile.exists():
