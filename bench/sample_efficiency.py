@@ -98,19 +98,15 @@ def summarise(results: dict, threshold: float, budget: int, seconds: dict) -> tu
         table.add_column(col, justify="right")
     md = [f"| arm | success at 0 | final success | steps to {100 * threshold:.0f} % (per seed) | mean | steps vs off | train s/run |",
           "|---|---|---|---|---|---|---|"]
-    mean_steps: dict[str, float | None] = {}
-    for arm, runs in results.items():
-        reach = [steps_to(pts, threshold) for pts in runs.values()]
-        # a seed that never reaches the threshold counts as the budget (a lower bound on its cost)
-        costs = [budget if r is None else r for r in reach]
-        mean_steps[arm] = float(np.mean(costs))
+    reach = {arm: [steps_to(pts, threshold) for pts in runs.values()] for arm, runs in results.items()}
+    # a seed that never reaches the threshold counts as the budget (a lower bound on its cost)
+    mean_steps = {arm: float(np.mean([budget if r is None else r for r in rs])) for arm, rs in reach.items()}
     for arm, runs in results.items():
         start = np.mean([pts[0][1] for pts in runs.values()])
         final = [pts[-1][1] for pts in runs.values()]
-        reach = [steps_to(pts, threshold) for pts in runs.values()]
-        per_seed = ", ".join("-" if r is None else str(r) for r in reach)
-        unreached = sum(r is None for r in reach)
-        mean = f"{mean_steps[arm]:.0f}" + (f"+ ({unreached} of {len(reach)} not reached)" if unreached else "")
+        per_seed = ", ".join("-" if r is None else str(r) for r in reach[arm])
+        unreached = sum(r is None for r in reach[arm])
+        mean = f"{mean_steps[arm]:.0f}" + (f"+ ({unreached} of {len(reach[arm])} not reached)" if unreached else "")
         # fewer real steps than off to reach the threshold (negative: more); a lower bound while seeds are censored
         vs = "-" if arm == "off" or "off" not in mean_steps else f"{100 * (1 - mean_steps[arm] / mean_steps['off']):.0f} % fewer"
         row = [arm, f"{100 * start:.0f} %", f"{100 * np.mean(final):.0f} % (sd {100 * np.std(final):.0f})", per_seed, mean, vs,

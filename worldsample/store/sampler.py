@@ -121,7 +121,8 @@ class GroupSampler:
         return self._gather(t, nxt, done=done, n_step=m, reward=ret, discount=(gamma**m).astype(np.float32))
 
     def _rewards(self, rows: np.ndarray) -> np.ndarray:
-        return self.reader.cache.view(self.reward_key)[rows].astype(np.float32)
+        # no copy for the float32 reward itself: the default path is one gather, as before
+        return self.reader.cache.view(self.reward_key)[rows].astype(np.float32, copy=False)
 
     def _gather(self, t, nxt, done, n_step, reward, discount) -> Batch:
         c = self.reader.cache
