@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from worldsample.config import load_config
+from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 
 
@@ -33,7 +34,7 @@ def _collect(
     )
     have = (
         EpisodeStore(run).reader(group, cache=False).num_episodes
-        if (run / "store").exists() and group in EpisodeStore(run).groups
+        if RunFiles.of(run).store.exists() and group in EpisodeStore(run).groups
         else 0
     )
     if have < episodes:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from worldsample.policy import NumpyActor, PolicyError, PolicyRegistry
+from worldsample.versioned import VersionError, VersionWatcher
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +19,7 @@ log = logging.getLogger(__name__)
 class PolicySource:
     def __init__(self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False):
         self._registry = PolicyRegistry(run_dir)
+        self._watch = VersionWatcher(self._registry.dir)
         self.explore = explore
         self._rng = np.random.default_rng()
         self._obs_shapes = dict(obs_shapes)
@@ -33,17 +35,20 @@ class PolicySource:
     def refresh(self) -> bool:
         """Load `latest` if it is newer than the current actor; True when the actor changed."""
         try:
-            latest = self._registry.latest_version()
-            if latest is None or latest == self.version:
+            latest = self._watch.poll()
+            if latest is None:
                 return False
             actor = NumpyActor(*self._registry.load(latest))
             actor.check_obs(self._obs_shapes)
             if actor.config.action_dim != self._action_dim:
-                raise PolicyError(f"policy v{latest} outputs {actor.config.action_dim} actions, the robot takes {self._action_dim}")
-        except PolicyError as e:
+                raise PolicyError(
+                    f"policy v{latest} outputs {actor.config.action_dim} actions, the robot takes {self._action_dim}"
+                )
+        except (PolicyError, VersionError) as e:
             self.error = str(e)
             log.error("keeping policy v%s: %s", self.version, e)
             return False
+        self._watch.accept(latest)
         self.actor, self.error = actor, None
         self.swaps += 1
         log.info("policy v%d loaded", actor.version)

@@ -23,7 +23,7 @@ from typing import Any
 from services.dashboard.data import RunData
 from services.dashboard.errors import BadRequest, NotFound
 from services.dashboard.models import ComparisonRow, PolicyEntry, ReportEntry
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 MAX_JSON_BYTES = 5 << 20

@@ -23,7 +23,7 @@ from fastapi import Request
 from services.dashboard.errors import Forbidden, Unauthorized
 from services.dashboard.settings import DashboardSettings
 from worldsample.atomic import atomic_write_text
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from services.dashboard.models import ControlView, GroupSummary, MetricsSummary,
 from worldsample.runlog.control import ControlChannel
 from worldsample.runlog.events import EventReader
 from worldsample.runlog.metrics import MetricsReader
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 from worldsample.runlog.status import StatusFile
 
 STALE_AFTER_S = 10.0

@@ -1,18 +1,25 @@
 """The imagination provider backed by the run's world model (see imagine.py for the contract).
 
 The latest checkpoint in RUN/world_model/ is loaded on first use and again whenever a newer
-version appears, so the page always shows what the current model imagines.
+version appears, so the page always shows what the current model imagines. A new version that
+fails to load never replaces a working one: the page keeps showing the model it has.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from services.dashboard.errors import NotFound
+from worldsample.errors import WorldSampleError
+from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
+from worldsample.versioned import VersionedDir, VersionWatcher
+
+log = logging.getLogger(__name__)
 
 
 class WorldModelImagination:
@@ -20,23 +27,27 @@ class WorldModelImagination:
         self.run_dir = Path(run_dir)
         self._lock = threading.Lock()
         self._imaginer = None
-        self._version: int | None = None
+        self._watch = VersionWatcher(VersionedDir(RunFiles.of(self.run_dir).world_model))
 
     @property
     def version(self) -> int:
-        return -1 if self._version is None else self._version
+        return -1 if self._watch.seen is None else self._watch.seen
 
     def _current(self):
         from worldsample.world_model import Imaginer, checkpoint
-        from worldsample.world_model.modes import checkpoint_dir
 
-        wm_dir = checkpoint_dir(self.run_dir)
-        latest = checkpoint.latest_version(wm_dir)
-        if latest is None:
-            raise NotFound(f"no world model checkpoint in RUN ({wm_dir} has none yet)")
-        if latest != self._version:
-            model, _ = checkpoint.load(wm_dir)
-            self._imaginer, self._version = Imaginer(model), latest
+        try:
+            new = self._watch.poll()
+            if new is not None:
+                model, _ = checkpoint.load(self._watch.vdir.path(new))
+                self._imaginer = Imaginer(model)
+                self._watch.accept(new)
+        except WorldSampleError as e:
+            if self._imaginer is None:
+                raise
+            log.error("keeping world model v%s: %s", self._watch.seen, e)
+        if self._imaginer is None:
+            raise NotFound(f"no world model checkpoint in RUN ({self._watch.vdir.root} has none yet)")
         return self._imaginer
 
     def imagine(self, group: str, episode: int, camera: str, start: int, horizon: int) -> np.ndarray:
@@ -44,7 +55,10 @@ class WorldModelImagination:
             im = self._current()
             key = f"image_{camera}"
             if key not in im.cfg.image_keys:
-                raise NotFound(f"world model v{self._version} does not model camera {camera!r} (it has {im.cfg.image_keys or 'no cameras'})")
+                raise NotFound(
+                    f"world model v{self._watch.seen} does not model camera {camera!r} "
+                    f"(it has {im.cfg.image_keys or 'no cameras'})"
+                )
             keys = [*im.cfg.image_keys, *im.cfg.vector_keys]
             data = EpisodeStore(self.run_dir).reader(group, cache=False).episode(episode, keys=[*keys, "action"])
             k = im.cfg.dynamics.history

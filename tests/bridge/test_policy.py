@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from robot_bridge.core.policy_source import PolicySource
 from worldsample.policy import NumpyActor, ObsInput, PolicyConfig, PolicyError, PolicyRegistry, load_actor
 
 
@@ -97,3 +98,24 @@ def test_check_obs(tmp_path):
     actor.check_obs({"proprio": (4,), "state": (39,)})
     with pytest.raises(PolicyError, match="state"):
         actor.check_obs({"proprio": (4,)})
+
+
+def test_policy_source_swaps_only_to_working_versions(tmp_path):
+    reg = PolicyRegistry(tmp_path)
+    src = PolicySource(tmp_path, {"proprio": (4,), "state": (39,)}, action_dim=4)
+    hold = np.full(4, 0.25, np.float32)
+    assert src.refresh() is False and src.version is None and src.error is None  # nothing published yet
+    np.testing.assert_array_equal(src.act({}, hold), hold)
+    cfg = config()
+    reg.publish(cfg, random_tensors(cfg, 1))
+    assert src.refresh() is True and src.version == 1 and src.refresh() is False
+    wide = config(action_dim=5, action_low=[-1] * 5, action_high=[1] * 5)
+    reg.publish(wide, random_tensors(wide, 2))  # valid in itself, but not for this robot
+    for _ in range(2):  # tried again at each refresh, never taken
+        assert src.refresh() is False and src.version == 1 and "outputs 5 actions" in src.error
+    (tmp_path / "policies" / "latest").write_text("nonsense")
+    assert src.refresh() is False and src.version == 1 and "expected a version" in src.error
+    reg.publish(cfg, random_tensors(cfg, 3))
+    assert src.refresh() is True and src.version == 3 and src.error is None and src.swaps == 2
+    obs = {"proprio": np.zeros(4, np.float32), "state": np.zeros(39, np.float32)}
+    np.testing.assert_array_equal(src.act(obs, hold), load_actor(tmp_path, 3).act(obs))

@@ -12,6 +12,7 @@ from services.dashboard import DashboardSettings, create_app
 from services.dashboard.server import BackgroundServer
 from services.dashboard.wm_imagine import WorldModelImagination
 from tests.dashboard.rundata import make_run
+from worldsample.versioned import VersionedDir
 from worldsample.world_model import WorldModel, WorldModelConfig, checkpoint
 from worldsample.world_model.modes import checkpoint_dir
 
@@ -32,5 +33,12 @@ def test_imagination_of_a_stored_episode(tmp_path):
         assert Image.open(io.BytesIO(r.content)).size[0] > 0
         r = c.get("/api/episodes/demo/0/imagine/wrist", params={"start": 0, "horizon": 2})
         assert r.status_code == 404 and "does not model camera 'wrist'" in r.text
+        # a torn new version: the page keeps imagining with the model it has
+        VersionedDir(checkpoint_dir(run)).publish(lambda tmp: (tmp / "model.json").write_text("{torn"))
+        r = c.get("/api/episodes/demo/0/imagine/front", params={"start": 3, "horizon": 4})
+        assert r.status_code == 200 and r.headers["x-wm-version"] == "1"
+        checkpoint.save(checkpoint_dir(run), WorldModel(cfg), {"note": "next"})
+        r = c.get("/api/episodes/demo/0/imagine/front", params={"start": 3, "horizon": 4})
+        assert r.status_code == 200 and r.headers["x-wm-version"] == "3"
     frames = provider.imagine("demo", 1, "front", 0, 5)
     assert frames.shape == (5, 16, 16, 3) and frames.dtype == np.uint8

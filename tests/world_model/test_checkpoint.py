@@ -23,7 +23,8 @@ def saved(tmp_path):
 
 def test_round_trip(saved, tmp_path):
     model, path = saved
-    assert path.name == "wm-000001.json" and checkpoint.latest_version(tmp_path) == 1
+    assert path == tmp_path / "v000001" / "model.json" and checkpoint.latest_version(tmp_path) == 1
+    assert sorted(p.name for p in path.parent.iterdir()) == ["model.json", "model.safetensors"]
     loaded, doc = checkpoint.load(tmp_path)
     assert doc["meta"] == {"note": "x"} and loaded.cfg == model.cfg
     for (k, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
@@ -33,7 +34,21 @@ def test_round_trip(saved, tmp_path):
     d = torch.zeros(2, dtype=torch.long)
     noise = lambda: (lambda g: lambda s: torch.randn(s, generator=g))(torch.Generator().manual_seed(1))  # noqa: E731
     assert torch.equal(model.eval().step(z, a, d, noise=noise())[0], loaded.step(z, a, d, noise=noise())[0])
-    assert checkpoint.save(tmp_path, loaded).name == "wm-000002.json" and checkpoint.latest_version(tmp_path) == 2
+    assert checkpoint.save(tmp_path, loaded) == tmp_path / "v000002" / "model.json"
+    assert checkpoint.latest_version(tmp_path) == 2 and json.loads(path.read_text())["version"] == 1
+
+
+def test_resolve_accepts_every_way_to_name_a_version(saved, tmp_path):
+    model, path = saved
+    second = checkpoint.save(tmp_path, model)
+    assert checkpoint.resolve(tmp_path) == second  # the directory: its latest version
+    assert checkpoint.resolve(tmp_path / "v000001") == path
+    assert checkpoint.resolve(path) == path
+    assert checkpoint.resolve(path.with_suffix(".safetensors")) == path
+    assert checkpoint.load(tmp_path / "v000001")[1]["version"] == 1
+    (tmp_path / "latest").write_text("wm-000002")
+    with pytest.raises(CheckpointError, match="expected a version directory name"):
+        checkpoint.latest_version(tmp_path)
 
 
 def test_tampered_tensors_fail_the_checksum(saved):
@@ -81,7 +96,9 @@ def test_missing_checkpoints(tmp_path):
     with pytest.raises(CheckpointError, match="train one first"):
         checkpoint.load(tmp_path)
     with pytest.raises(CheckpointError, match="does not exist"):
-        checkpoint.load(tmp_path / "wm-000009.json")
+        checkpoint.load(tmp_path / "v000009")
+    with pytest.raises(CheckpointError, match="does not exist"):
+        checkpoint.load(tmp_path / "v000009" / "model.json")
 
 
 def test_nothing_is_unpickled(saved, monkeypatch):

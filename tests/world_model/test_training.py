@@ -59,7 +59,10 @@ def test_loop_continues_from_the_checkpoint_and_sees_new_rollouts(tmp_path):
     toy_store(tmp_path, episodes=4, length=16, seed=3, group="real")  # rollouts arrive
     seen = []
     _, last = train_run(tmp_path, cfg, "loop", rounds=2, on_round=lambda r, p: seen.append(p))
-    assert [p.name for p in seen] == ["wm-000002.json", "wm-000003.json"] and last == seen[-1]
+    assert [p.relative_to(tmp_path).as_posix() for p in seen] == [
+        "world_model/v000002/model.json",
+        "world_model/v000003/model.json",
+    ] and last == seen[-1]
     _, doc = checkpoint.load(last)
     assert doc["meta"]["mode"] == "loop" and doc["meta"]["episodes"] == {"demo": 4, "real": 4}
 

@@ -1,18 +1,14 @@
 """The run's policy registry: `RUN/policies/v<NNNNNN>/{actor.safetensors,config.json}` plus a
 `latest` pointer.
 
-A version is written into a temp directory and renamed into place, and `latest` is replaced
-last (temp file + rename), so a reader that follows `latest` always finds a complete version.
+Versions are published through `worldsample.versioned.VersionedDir`, so a reader that follows
+`latest` always finds a complete version.
 Loading validates config and tensor shapes and reads safetensors only: nothing is unpickled.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,67 +16,44 @@ from pydantic import ValidationError
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-from worldsample.atomic import atomic_write_text
+from worldsample.paths import RunFiles
 from worldsample.policy.config import PolicyConfig
 from worldsample.policy.errors import PolicyError
+from worldsample.versioned import VersionedDir, VersionError
 
-_VERSION_DIR = re.compile(r"^v(\d{6})$")
-ACTOR_FILE, CONFIG_FILE, LATEST = "actor.safetensors", "config.json", "latest"
-
-
-def version_dir(version: int) -> str:
-    return f"v{version:06d}"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+ACTOR_FILE, CONFIG_FILE = "actor.safetensors", "config.json"
 
 
 class PolicyRegistry:
     def __init__(self, run_dir: Path | str):
-        self.root = Path(run_dir) / "policies"
+        self.dir = VersionedDir(RunFiles.of(run_dir).policies)
+        self.root = self.dir.root
 
     def versions(self) -> list[int]:
-        if not self.root.is_dir():
-            return []
-        return sorted(int(m.group(1)) for p in self.root.iterdir() if (m := _VERSION_DIR.match(p.name)))
+        return self.dir.versions()
 
     def latest_version(self) -> int | None:
         """The version `latest` points to, or None when nothing was published yet."""
         try:
-            text = (self.root / LATEST).read_text().strip()
-        except FileNotFoundError:
-            return None
-        m = _VERSION_DIR.match(text)
-        if not m:
-            raise PolicyError(f"{self.root / LATEST} holds {text!r}, expected a version like v000001")
-        return int(m.group(1))
+            return self.dir.latest()
+        except VersionError as e:
+            raise PolicyError(str(e)) from None
 
     def publish(self, config: PolicyConfig, tensors: dict[str, np.ndarray]) -> int:
         """Write a new version (numbered after the newest) and point `latest` at it."""
-        version = (max(self.versions(), default=0)) + 1
+        version = self.dir.next_version()
         config = config.model_copy(update={"version": version})
         tensors = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}
         check_tensors(config, tensors, where="publish")
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.root, prefix=".tmp-"))
-        try:
+
+        def write(tmp: Path) -> None:
             save_file(tensors, str(tmp / ACTOR_FILE), metadata={"format": config.format, "version": str(version)})
             (tmp / CONFIG_FILE).write_text(config.model_dump_json(indent=2))
-            for name in (ACTOR_FILE, CONFIG_FILE):
-                with open(tmp / name, "rb+") as f:
-                    os.fsync(f.fileno())
-            os.rename(tmp, self.root / version_dir(version))  # fails if another writer took the number
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        _fsync_dir(self.root)
-        atomic_write_text(self.root / LATEST, version_dir(version) + "\n")
-        return version
+
+        try:
+            return self.dir.publish(write, version=version)
+        except VersionError as e:
+            raise PolicyError(str(e)) from None
 
     def load(self, version: int | None = None) -> tuple[PolicyConfig, dict[str, np.ndarray]]:
         """Config and float32 tensors of `version` (default: latest), validated."""
@@ -88,7 +61,7 @@ class PolicyRegistry:
             version = self.latest_version()
             if version is None:
                 raise PolicyError(f"no policy published in {self.root} yet")
-        vdir = self.root / version_dir(version)
+        vdir = self.dir.path(version)
         try:
             config = PolicyConfig.model_validate(json.loads((vdir / CONFIG_FILE).read_text()))
         except FileNotFoundError:

@@ -10,7 +10,7 @@ from worldsample.runlog.control import ControlChannel, ControlCommand, ControlKi
 from worldsample.runlog.errors import ControlError, MetricsError, RunLogError
 from worldsample.runlog.events import Event, EventLog, EventReader
 from worldsample.runlog.metrics import MetricsReader, MetricsWriter
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 from worldsample.runlog.status import RobotState, RunStatus, ServiceState, StatusFile
 
 __all__ = [

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from worldsample.atomic import atomic_write_json
 from worldsample.runlog.errors import ControlError
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 log = logging.getLogger(__name__)
 

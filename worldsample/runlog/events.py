@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worldsample.runlog.errors import RunLogError
 from worldsample.runlog.jsonl import JsonlAppender, JsonlTail
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 KIND_RE = r"^[a-z][a-z0-9_.]{0,63}$"
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from worldsample.runlog.errors import MetricsError
 from worldsample.runlog.jsonl import JsonlAppender, JsonlTail
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
 RESERVED = ("step", "time")

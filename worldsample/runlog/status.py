@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worldsample.atomic import atomic_write_json
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 
 class TensorBoardScalars:

@@ -1,8 +1,9 @@
 """Versioned checkpoints: tensors in safetensors, config and provenance in JSON, nothing pickled.
 
-    DIR/wm-000003.safetensors   weights and statistics buffers
-    DIR/wm-000003.json          format, version, config, tensor manifest, sha256 of the tensor file
-    DIR/latest.json             {"version": 3}, replaced last, so a reader never sees a half-written version
+    DIR/v000003/model.safetensors   weights and statistics buffers
+    DIR/v000003/model.json          format, version, config, tensor manifest, sha256 of the tensor file
+    DIR/latest                      "v000003", replaced last (worldsample.versioned), so a reader never
+                                    sees a half-written version
 
 Loading checks, in order: the JSON's format and format version, the sha256 of the tensor file
 (a tampered or torn file fails here), the config against the caller's expected architecture, and
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -22,13 +22,14 @@ from pydantic import ValidationError
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from worldsample.atomic import atomic_write_text
+from worldsample.versioned import VersionedDir, VersionError, parse_version_name
 from worldsample.world_model.config import WorldModelConfig
 from worldsample.world_model.errors import CheckpointCorruptError, CheckpointError, CheckpointMismatchError
 from worldsample.world_model.model import WorldModel
 
 FORMAT = "worldsample-world-model"
 FORMAT_VERSION = 1
+MODEL_JSON, MODEL_TENSORS = "model.json", "model.safetensors"
 
 
 def _sha256(path: Path) -> str:
@@ -40,48 +41,50 @@ def _sha256(path: Path) -> str:
 
 
 def latest_version(directory: Path) -> int | None:
-    p = Path(directory) / "latest.json"
-    if not p.exists():
-        return None
     try:
-        return int(json.loads(p.read_text())["version"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise CheckpointError(f"{p} is unreadable ({e}); delete it to fall back to an explicit version") from None
+        return VersionedDir(directory).latest()
+    except VersionError as e:
+        raise CheckpointError(str(e)) from None
 
 
 def save(directory: Path, model: WorldModel, meta: dict[str, Any] | None = None) -> Path:
     """Write the next version; returns the path of its JSON file."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    version = (latest_version(directory) or 0) + 1
-    stem = directory / f"wm-{version:06d}"
+    vdir = VersionedDir(directory)
+    version = vdir.next_version()
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    tmp = stem.with_name(f".{stem.name}.safetensors.tmp")
-    save_file(state, str(tmp), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
-    os.replace(tmp, stem.with_suffix(".safetensors"))
-    doc = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "version": version,
-        "created": time.time(),
-        "config": model.cfg.model_dump(mode="json"),
-        "tensors": {k: [str(v.dtype).removeprefix("torch."), list(v.shape)] for k, v in state.items()},
-        "sha256": _sha256(stem.with_suffix(".safetensors")),
-        "meta": meta or {},
-    }
-    atomic_write_text(stem.with_suffix(".json"), json.dumps(doc, indent=1))
-    atomic_write_text(directory / "latest.json", json.dumps({"version": version}))
-    return stem.with_suffix(".json")
+
+    def write(tmp: Path) -> None:
+        save_file(state, str(tmp / MODEL_TENSORS), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
+        doc = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "version": version,
+            "created": time.time(),
+            "config": model.cfg.model_dump(mode="json"),
+            "tensors": {k: [str(v.dtype).removeprefix("torch."), list(v.shape)] for k, v in state.items()},
+            "sha256": _sha256(tmp / MODEL_TENSORS),
+            "meta": meta or {},
+        }
+        (tmp / MODEL_JSON).write_text(json.dumps(doc, indent=1))
+
+    try:
+        vdir.publish(write, version=version)
+    except VersionError as e:
+        raise CheckpointError(str(e)) from None
+    return vdir.path(version) / MODEL_JSON
 
 
 def resolve(path: Path) -> Path:
-    """A checkpoint JSON from a directory (its latest version), a JSON path, or a .safetensors path."""
+    """A checkpoint JSON from a checkpoint directory (its latest version), a version directory,
+    a JSON path, or a .safetensors path."""
     path = Path(path)
-    if path.is_dir() or path.suffix not in (".json", ".safetensors"):
+    if parse_version_name(path.name) is not None:
+        path = path / MODEL_JSON
+    elif path.is_dir() or path.suffix not in (".json", ".safetensors"):
         v = latest_version(path)
         if v is None:
             raise CheckpointError(f"no world-model checkpoint in {path}; train one first: worldsample wm train RUN")
-        path = path / f"wm-{v:06d}.json"
+        path = VersionedDir(path).path(v) / MODEL_JSON
     if path.suffix == ".safetensors":
         path = path.with_suffix(".json")
     if not path.exists():

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 from worldsample.world_model import checkpoint
 from worldsample.world_model.config import Mode, WorldModelConfig
@@ -24,7 +25,7 @@ from worldsample.world_model.train import OnStep, Trainer, cache_keys
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / "world_model"
+    return RunFiles.of(run_dir).world_model
 
 
 def fit_to_store(cfg: WorldModelConfig, store: EpisodeStore, group: str, images: bool = True) -> WorldModelConfig:

@@ -14,7 +14,7 @@ from services.dashboard.context import AppContext
 from services.dashboard.errors import BadRequest, NotFound, NotImplementedYet, RangeNotSatisfiable, TooManyStreams
 from services.dashboard.routes.deps import RANGE_ERRORS, get_ctx, read_access
 from services.dashboard.routes.episodes import EpisodeP, GroupP
-from worldsample.runlog.paths import RunFiles
+from worldsample.paths import RunFiles
 
 router = APIRouter(prefix="/api/episodes", tags=["frames"], dependencies=[Depends(read_access)], responses=RANGE_ERRORS)
 Ctx = Annotated[AppContext, Depends(get_ctx)]

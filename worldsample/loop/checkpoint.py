@@ -1,13 +1,14 @@
 """Trainer checkpoints without pickle: nested state dicts split into tensors (safetensors) and
-everything else (JSON). A checkpoint is a directory written under a temp name and renamed into
-place; `latest` names the newest one and is written last."""
+everything else (JSON), one version per checkpoint in a `worldsample.versioned.VersionedDir`:
+
+    ROOT/v000012/<part>.safetensors, <part>.json   one pair per part (learner, synth, ...)
+    ROOT/v000012/meta.json                         the caller's meta: what resume reads
+    ROOT/latest                                    the newest complete checkpoint
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from worldsample.errors import WorldSampleError
+from worldsample.versioned import VersionedDir, VersionError
 
 _ARRAY = "__array__"
 _LIST = "__list__"
@@ -26,7 +28,9 @@ class CheckpointError(WorldSampleError):
     """A trainer checkpoint is missing or unreadable."""
 
 
-def split_state(state: Any, path: str = "", tensors: dict[str, np.ndarray] | None = None) -> tuple[Any, dict[str, np.ndarray]]:
+def split_state(
+    state: Any, path: str = "", tensors: dict[str, np.ndarray] | None = None
+) -> tuple[Any, dict[str, np.ndarray]]:
     """Replace every array leaf by a reference into `tensors`; the rest must be JSON-able."""
     tensors = {} if tensors is None else tensors
     if hasattr(state, "detach"):
@@ -59,33 +63,33 @@ def join_state(tree: Any, tensors: dict[str, np.ndarray]) -> Any:
 
 
 def save_checkpoint(root: Path, step: int, parts: dict[str, Any], meta: dict[str, Any]) -> Path:
-    """Write parts (name -> nested state) as <name>.safetensors + <name>.json, then `latest`."""
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / f"ckpt_{step:09d}"
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
-    try:
-        for name, state in parts.items():
-            tree, tensors = split_state(state)
+    """Write parts (name -> nested state) as <name>.safetensors + <name>.json, and `meta`, as the
+    next version; returns its directory. `step` names nothing on disk: resume reads `meta` only."""
+    split = {name: split_state(state) for name, state in parts.items()}
+
+    def write(tmp: Path) -> None:
+        for name, (tree, tensors) in split.items():
             save_file(tensors, str(tmp / f"{name}.safetensors"))
             (tmp / f"{name}.json").write_text(json.dumps(tree))
         (tmp / "meta.json").write_text(json.dumps(meta))
-        if final.exists():
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    latest_tmp = root / ".latest.tmp"
-    latest_tmp.write_text(final.name)
-    os.replace(latest_tmp, root / "latest")
-    return final
+
+    vdir = VersionedDir(root)
+    try:
+        return vdir.path(vdir.publish(write))
+    except VersionError as e:
+        raise CheckpointError(f"trainer checkpoint of step {step} not written: {e}") from None
 
 
 def load_checkpoint(root: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(parts, meta) of the newest checkpoint, or None when there is none."""
-    pointer = root / "latest"
-    if not pointer.exists():
+    vdir = VersionedDir(root)
+    try:
+        latest = vdir.latest()
+    except VersionError as e:
+        raise CheckpointError(f"cannot resume: {e}") from None
+    if latest is None:
         return None
-    path = root / pointer.read_text().strip()
+    path = vdir.path(latest)
     try:
         meta = json.loads((path / "meta.json").read_text())
         parts = {}

@@ -1,0 +1,76 @@
+"""Where everything lives in a run directory: the one place that spells these names.
+
+    RUN/config.yaml         the run's configuration (what `worldsample run` was started with)
+    RUN/store/              the Zarr episode store (worldsample.store)
+    RUN/policies/           the policy registry, one version per directory (worldsample.policy)
+    RUN/world_model/        world-model checkpoints, one version per directory
+    RUN/trainer/            trainer checkpoints (learner, mixer and synthesis state)
+    RUN/metrics.jsonl, RUN/events.jsonl, RUN/status.json, RUN/control/   the run log (worldsample.runlog)
+    RUN/tensorboard/, RUN/reports/, RUN/dashboard_token, RUN/<process>.log
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    run_dir: Path
+
+    @classmethod
+    def of(cls, run_dir: Path | str) -> RunFiles:
+        return cls(Path(run_dir))
+
+    @property
+    def config(self) -> Path:
+        return self.run_dir / "config.yaml"
+
+    @property
+    def store(self) -> Path:
+        return self.run_dir / "store"
+
+    @property
+    def policies(self) -> Path:
+        return self.run_dir / "policies"
+
+    @property
+    def world_model(self) -> Path:
+        return self.run_dir / "world_model"
+
+    @property
+    def trainer(self) -> Path:
+        return self.run_dir / "trainer"
+
+    @property
+    def metrics(self) -> Path:
+        return self.run_dir / "metrics.jsonl"
+
+    @property
+    def events(self) -> Path:
+        return self.run_dir / "events.jsonl"
+
+    @property
+    def status(self) -> Path:
+        return self.run_dir / "status.json"
+
+    @property
+    def control(self) -> Path:
+        return self.run_dir / "control"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.run_dir / "tensorboard"
+
+    @property
+    def reports(self) -> Path:
+        return self.run_dir / "reports"
+
+    @property
+    def dashboard_token(self) -> Path:
+        return self.run_dir / "dashboard_token"
+
+    def log(self, process: str) -> Path:
+        """The log file of a process started for this run (bridge, sim-robot, dashboard)."""
+        return self.run_dir / f"{process}.log"
