@@ -17,16 +17,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import zarr
 
 from services.dashboard.cache import ByteLRU
 from services.dashboard.errors import NotFound
 from services.dashboard.settings import DashboardSettings
-from worldsample.errors import StoreError
-from worldsample.store import EpisodeRecord, EpisodeStore, GroupSchema
-from worldsample.store.layout import open_arrays
-from worldsample.store.lock import WriterLock
-from worldsample.store.reader import GroupReader
+from worldsample.errors import StoreCorruptError, StoreError
+from worldsample.store import EpisodeRecord, EpisodeStore, GroupReader, GroupSchema
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +33,6 @@ class RunData:
         self._min_interval = settings.store_refresh_min_s
         self._store: EpisodeStore | None = None
         self._readers: dict[str, GroupReader] = {}
-        self._arrays: dict[str, dict[str, zarr.Array]] = {}
         self._lock = threading.RLock()
         self._last_refresh = -1e9
         self.version = 0  # bumped whenever the set of committed episodes changes
@@ -116,7 +111,9 @@ class RunData:
         return rec
 
     def writer_active(self, group: str) -> bool:
-        return WriterLock(self.run_dir / "store" / group / "writer.lock", group).is_locked_elsewhere()
+        with self._lock:
+            store, known = self._store, group in self._readers
+        return store is not None and known and store.writer_active(group)
 
     # -- data ----------------------------------------------------------------------------------
     def steps(self, group: str, episode: int, key: str) -> np.ndarray:
@@ -152,14 +149,13 @@ class RunData:
 
     def _read_block(self, group: str, rec: EpisodeRecord, key: str, index: int) -> np.ndarray:
         c = self.schema(group).chunk_len
-        lo, hi = rec.start + index * c, min(rec.end, rec.start + (index + 1) * c)
-        arrays = self._arrays.get(group)
-        if arrays is None or arrays[key].shape[0] < hi:  # first use, or the writer grew the arrays
-            with self._lock:
-                arrays = self._arrays[group] = open_arrays(self.run_dir / "store" / group, self.schema(group), mode="r")
-        block = arrays[key][lo:hi]
-        if not (self.run_dir / "store" / group / "commits" / f"{rec.episode:09d}.json").exists():
-            raise NotFound(f"{group}/{rec.episode} was dropped by retention while it was read")
+        lo, hi = index * c, min(rec.length, (index + 1) * c)
+        try:
+            block = self.reader(group).read_steps(rec.episode, key, lo, hi)
+        except StoreCorruptError:  # a broken store is a server error, not a missing episode
+            raise
+        except StoreError as e:  # the record is gone: retention dropped the episode
+            raise NotFound(f"{group}/{rec.episode} was dropped by retention while it was read") from e
         block.setflags(write=False)
         return block
 

@@ -8,8 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from worldsample.runlog.control import Ack, ControlKind
 from worldsample.runlog.status import RobotState
-from worldsample.store.layout import Provenance
-from worldsample.store.records import SourceRef
+from worldsample.store import Provenance, SourceRef
 
 # -- run overview ------------------------------------------------------------------------------
 

@@ -19,6 +19,16 @@ def test_health_and_overview(client):
     assert "loss/critic" in ov["metrics"]["names"] and ov["policies"] == 1 and ov["reports"] == 1
 
 
+def test_overview_shows_which_group_has_an_active_writer(client, run_dir):
+    def active():
+        return {g["name"]: g["writer_active"] for g in client.get("/api/run").json()["groups"]}
+
+    assert active() == {"demo": False, "real": False}
+    with EpisodeStore(run_dir).writer("real"):
+        assert active() == {"demo": False, "real": True}
+    assert active() == {"demo": False, "real": False}
+
+
 def test_metric_series_thinned_and_incremental(client):
     latest = client.get("/api/metrics").json()
     assert set(latest["names"]) >= {"loss/critic", "eval/success", "wm/psnr"}

@@ -3,7 +3,8 @@
 Start with `EpisodeStore`; see docs/store.md for the layout and the rules.
 """
 
-from worldsample.store.layout import GROUPS, Retention
+from worldsample.store.layout import GROUPS, Provenance, Retention
+from worldsample.store.reader import GroupReader
 from worldsample.store.records import EpisodeRecord, SourceRef
 from worldsample.store.sampler import GroupSampler, MixtureSampler, split_counts
 from worldsample.store.schema import GroupSchema, KeySpec
@@ -13,10 +14,12 @@ __all__ = [
     "GROUPS",
     "EpisodeRecord",
     "EpisodeStore",
+    "GroupReader",
     "GroupSampler",
     "GroupSchema",
     "KeySpec",
     "MixtureSampler",
+    "Provenance",
     "Retention",
     "SourceRef",
     "split_counts",

@@ -26,6 +26,7 @@ from zarr.codecs import BloscCodec
 
 from worldsample.errors import SchemaError, StoreError
 from worldsample.store.schema import GroupSchema, KeySpec
+from worldsample.paths import RunFiles
 
 GROUPS = ("demo", "real", "sim", "synthetic")
 Provenance = Literal["demo", "real", "sim", "synthetic"]
@@ -42,7 +43,7 @@ class Retention(BaseModel):
 
 
 def store_path(run_dir: Path) -> Path:
-    return Path(run_dir) / "store"
+    return RunFiles.of(run_dir).store
 
 
 def check_group_name(name: str) -> None:
@@ -110,6 +111,10 @@ def read_group_attrs(root: Path, name: str) -> tuple[GroupSchema, Retention]:
         return GroupSchema.model_validate(attrs["schema"]), Retention.model_validate(attrs.get("retention", {}))
     except (KeyError, ValueError) as e:
         raise SchemaError(f"group {name!r} in {root} has an unreadable schema: {e}") from e
+
+
+def writer_lock_path(group_path: Path) -> Path:
+    return group_path / "writer.lock"
 
 
 def open_arrays(group_path: Path, schema: GroupSchema, mode: str) -> dict[str, zarr.Array]:

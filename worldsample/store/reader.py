@@ -1,7 +1,8 @@
 """Readers of one group. Any number may run beside the writer, in any process.
 
 `refresh()` picks up episodes committed (or dropped) since the last call by listing the commit
-records, so a long-lived reader sees new data without reopening anything.
+records, so a long-lived reader sees new data without reopening anything. `read_steps` reads a
+window of one key, for viewers that page through an episode a chunk at a time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import zarr
 from worldsample.errors import StoreCorruptError, StoreError
 from worldsample.store.cache import StepCache
 from worldsample.store.layout import open_arrays, read_group_attrs
-from worldsample.store.records import EpisodeRecord, list_record_ids, read_record
+from worldsample.store.records import EpisodeRecord, list_record_ids, read_record, record_path
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +55,14 @@ class GroupReader:
             if i in self.records:
                 continue
             try:
-                rec = read_record(self._commits / f"{i:09d}.json")
+                rec = read_record(record_path(self._commits, i))
             except StoreError:
-                if not (self._commits / f"{i:09d}.json").exists():
+                if not self.is_committed(i):
                     continue  # dropped by retention between listing and reading
                 raise
             if self.cache is not None:
                 arrays = self._read(rec, self.keys)
-                if not (self._commits / f"{i:09d}.json").exists():
+                if not self.is_committed(i):
                     continue  # dropped while we read: its chunks may be gone, do not keep them
                 self.cache.add(i, arrays, rec.terminated)
             self.records[i] = rec
@@ -69,21 +70,56 @@ class GroupReader:
         return added
 
     def _read(self, rec: EpisodeRecord, keys: Iterable[str]) -> dict[str, np.ndarray]:
-        out = {}
-        for k in keys:
-            if self._arrays[k].shape[0] < rec.end:  # the writer grew the array since we opened it
-                self._arrays[k] = zarr.open_array(str(self.path / "data" / k), mode="r")
-            if self._arrays[k].shape[0] < rec.end:
-                raise StoreCorruptError(f"{self.name}/episode {rec.episode}: {k} ends at slot {self._arrays[k].shape[0]}, record says {rec.end}")
-            out[k] = self._arrays[k][rec.start : rec.end]
-        return out
+        return {k: self._slots(rec, k, rec.start, rec.end) for k in keys}
 
-    def episode(self, episode: int, keys: Iterable[str] | None = None) -> dict[str, np.ndarray]:
-        """One committed episode read from disk (all keys unless `keys` is given)."""
+    def _slots(self, rec: EpisodeRecord, key: str, lo: int, hi: int) -> np.ndarray:
+        if self._arrays[key].shape[0] < rec.end:  # the writer grew the array since we opened it
+            self._arrays[key] = zarr.open_array(str(self.path / "data" / key), mode="r")
+        if self._arrays[key].shape[0] < rec.end:
+            raise StoreCorruptError(
+                f"{self.name}/episode {rec.episode}: {key} ends at slot {self._arrays[key].shape[0]}, "
+                f"record says {rec.end}"
+            )
+        return self._arrays[key][lo:hi]
+
+    def _record(self, episode: int) -> EpisodeRecord:
         rec = self.records.get(episode)
         if rec is None:
             raise StoreError(f"group {self.name!r} has no committed episode {episode}")
-        return self._read(rec, keys if keys is not None else self.schema.keys)
+        return rec
+
+    def episode(self, episode: int, keys: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+        """One committed episode read from disk (all keys unless `keys` is given)."""
+        return self._read(self._record(episode), keys if keys is not None else self.schema.keys)
+
+    def read_steps(self, episode: int, key: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Steps start..stop-1 (counted from the episode's first step) of one key of a committed
+        episode, read from disk; only the chunks that hold them are decoded.
+
+        Raises StoreError when retention dropped the episode while it was read (its chunks may
+        already be gone), so freed data is never returned; StoreCorruptError when the arrays are
+        shorter than the record says."""
+        rec = self._record(episode)
+        if key not in self.schema.keys:
+            raise StoreError(f"group {self.name!r} has no key {key!r}; it has {sorted(self.schema.keys)}")
+        stop = rec.length if stop is None else stop
+        if not 0 <= start <= stop <= rec.length:
+            raise StoreError(
+                f"steps {start}..{stop} are outside {self.name}/episode {episode}: "
+                f"it has {rec.length} steps, so 0 <= start <= stop <= {rec.length}"
+            )
+        out = self._slots(rec, key, rec.start + start, rec.start + stop)
+        if not self.is_committed(episode):
+            raise StoreError(
+                f"{self.name}/episode {episode} was dropped by retention while it was read; refresh() and pick another"
+            )
+        return out
+
+    def is_committed(self, episode: int) -> bool:
+        """Whether the episode's commit record is on disk now, so its data is there to read.
+
+        `records` changes only at `refresh()`; retention may drop an episode at any moment."""
+        return record_path(self._commits, episode).exists()
 
     def episode_records(self) -> list[EpisodeRecord]:
         return [self.records[i] for i in sorted(self.records)]

@@ -60,8 +60,12 @@ def record_name(episode: int) -> str:
     return f"{episode:09d}{RECORD_SUFFIX}"
 
 
+def record_path(commits_dir: Path, episode: int) -> Path:
+    return commits_dir / record_name(episode)
+
+
 def write_record(commits_dir: Path, rec: EpisodeRecord) -> None:
-    atomic_write_text(commits_dir / record_name(rec.episode), rec.model_dump_json())
+    atomic_write_text(record_path(commits_dir, rec.episode), rec.model_dump_json())
 
 
 def read_record(path: Path) -> EpisodeRecord:

@@ -17,7 +17,9 @@ from worldsample.store.layout import (
     init_store,
     read_group_attrs,
     store_path,
+    writer_lock_path,
 )
+from worldsample.store.lock import WriterLock
 from worldsample.store.reader import GroupReader
 from worldsample.store.schema import GroupSchema
 from worldsample.store.writer import GroupWriter
@@ -59,6 +61,11 @@ class EpisodeStore:
 
     def reader(self, name: str, keys: Iterable[str] | None = None, cache: bool = True) -> GroupReader:
         return GroupReader(self._group_path(name), name, keys=keys, cache=cache)
+
+    def writer_active(self, name: str) -> bool:
+        """Whether a writer holds the group's write lock now, in any process (this one included); never blocks."""
+        path = self._group_path(name)
+        return WriterLock(writer_lock_path(path), f"group {name!r} in {self.root}").is_locked_elsewhere()
 
     def _group_path(self, name: str) -> Path:
         check_group_name(name)

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from worldsample.errors import StoreError
-from worldsample.store.lock import WriterLock
 from worldsample.store.store import EpisodeStore
 
 
@@ -53,7 +52,7 @@ def store_info(run_dir: Path) -> list[GroupInfo]:
                 interventions=sum(x.interventions for x in recs),
                 bytes_on_disk=dir_size(store.root / g),
                 cameras=r.schema.cameras,
-                writer_active=WriterLock(store.root / g / "writer.lock", g).is_locked_elsewhere(),
+                writer_active=store.writer_active(g),
             )
         )
     return out

@@ -23,9 +23,9 @@ from zarr.core.sync import sync
 
 from worldsample.atomic import atomic_write_text
 from worldsample.errors import EpisodeRejected, StoreError
-from worldsample.store.layout import Retention, open_arrays, read_group_attrs, remove_chunks
+from worldsample.store.layout import Retention, open_arrays, read_group_attrs, remove_chunks, writer_lock_path
 from worldsample.store.lock import WriterLock
-from worldsample.store.records import EpisodeRecord, list_record_ids, read_record, write_record
+from worldsample.store.records import EpisodeRecord, list_record_ids, read_record, record_path, write_record
 from worldsample.store.schema import STEP_DEFAULTS, KeySpec
 
 log = logging.getLogger(__name__)
@@ -64,13 +64,13 @@ class GroupWriter:
         self.name = name
         self.path = group_path
         self.schema, self.retention = read_group_attrs(group_path.parent, name)
-        self._lock = WriterLock(group_path / "writer.lock", f"group {name!r} in {group_path.parent}")
+        self._lock = WriterLock(writer_lock_path(group_path), f"group {name!r} in {group_path.parent}")
         self._lock.acquire()
         try:
             self._arrays = open_arrays(group_path, self.schema, mode="r+")
             self._commits = group_path / "commits"
             self._state_path = group_path / "writer_state.json"
-            self._records = {i: read_record(self._commits / f"{i:09d}.json") for i in list_record_ids(self._commits)}
+            self._records = {i: read_record(record_path(self._commits, i)) for i in list_record_ids(self._commits)}
             self._next_id, self._next_slot = self._high_water()
             self._drop_uncommitted_chunks()
         except BaseException:
@@ -200,7 +200,7 @@ class GroupWriter:
     def delete_episode(self, episode: int) -> None:
         """Unpublish first (record), then free its chunks: a reader never sees a half-deleted episode."""
         rec = self._records.pop(episode)
-        (self._commits / f"{episode:09d}.json").unlink(missing_ok=True)
+        record_path(self._commits, episode).unlink(missing_ok=True)
         c = self.schema.chunk_len
         for key in self.schema.keys:
             remove_chunks(self.path, key, rec.start // c, math.ceil(rec.end / c))

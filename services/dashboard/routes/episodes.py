@@ -11,8 +11,7 @@ from services.dashboard.context import AppContext
 from services.dashboard.errors import BadRequest, RangeNotSatisfiable
 from services.dashboard.models import EpisodeDetail, EpisodePage, EpisodeSummary, KeyInfo, StepsPage
 from services.dashboard.routes.deps import RANGE_ERRORS, READ_ERRORS, get_ctx, read_access
-from worldsample.store.layout import Provenance
-from worldsample.store.records import EpisodeRecord
+from worldsample.store import EpisodeRecord, Provenance
 
 router = APIRouter(prefix="/api/episodes", tags=["episodes"], dependencies=[Depends(read_access)])
 Ctx = Annotated[AppContext, Depends(get_ctx)]
