@@ -1,7 +1,7 @@
 """Settings of the simulated arm, its scripted expert and the simulated human who intervenes.
 
-Only pydantic is imported here so that loading a run configuration stays cheap; the task name is
-checked against Meta-World lazily, the first time a task is given explicitly.
+Only pydantic is imported here so that loading a run configuration stays cheap; a task other than
+the default is checked against Meta-World's task and expert maps, which loads Meta-World.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ DEFAULT_TASK = "push-v3"
 class SimArmConfig(_Strict):
     """A Meta-World Sawyer task seen through cameras, in the "real" or the randomised "sim" domain."""
 
-    task: str = Field("push-v3", description="Meta-World v3 task name")
+    task: str = Field(
+        DEFAULT_TASK, description="Meta-World v3 task with a scripted expert (metaworld.policies.ENV_POLICY_MAP)"
+    )
     cameras: list[str] = Field(
         default_factory=lambda: ["corner"], description="Meta-World camera names; [] = state only, no rendering"
     )
@@ -67,11 +69,9 @@ class SimArmConfig(_Strict):
     def _known_task(cls, task: str) -> str:
         if task == DEFAULT_TASK:
             return task  # loading a config must not import MuJoCo for the default task
-        from metaworld.env_dict import ALL_V3_ENVIRONMENTS  # imports MuJoCo: only for another task
+        from worldsample.sim.tasks import check_task  # imports Meta-World and MuJoCo: only for another task
 
-        if task not in ALL_V3_ENVIRONMENTS:
-            raise ValueError(f"unknown Meta-World task {task!r}; known v3 tasks: {', '.join(ALL_V3_ENVIRONMENTS)}")
-        return task
+        return check_task(task, error=ValueError)
 
     @field_validator("cameras")
     @classmethod

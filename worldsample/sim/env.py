@@ -19,6 +19,7 @@ from worldsample.sim.config import SimArmConfig
 from worldsample.sim.randomization import DomainRandomizer, Perturbation
 from worldsample.sim.registry import ENV_ID
 from worldsample.sim.rendering import CameraRenderer
+from worldsample.sim.tasks import task_env_class
 
 __all__ = ["ENV_ID", "SimArmEnv", "make_env"]
 
@@ -28,9 +29,7 @@ PROPRIO_DIM = 4  # hand xyz + gripper opening, the first four entries of the sta
 
 def _load_task(task: str):
     """A Meta-World env with the goal observable and object/goal placement drawn from its own seeded RNG."""
-    from metaworld.env_dict import ALL_V3_ENVIRONMENTS
-
-    arm = ALL_V3_ENVIRONMENTS[task]()
+    arm = task_env_class(task)()
     arm._partially_observable = False  # the expert needs the goal position in the state
     del arm.sawyer_observation_space  # cached with the goal hidden; observations are clipped to it
     arm._set_task_called = True  # we place objects per reset instead of using Meta-World's task list

@@ -8,17 +8,7 @@ import warnings
 import numpy as np
 
 from worldsample.sim.config import ExpertConfig, InterventionConfig
-
-
-def _policy_class(task: str):
-    """Meta-World's bundled scripted policy for a task: "push-v3" -> SawyerPushV3Policy."""
-    import metaworld.policies as policies
-
-    name = "Sawyer" + "".join(part.capitalize() for part in task.split("-")) + "Policy"
-    try:
-        return getattr(policies, name)
-    except AttributeError:
-        raise ValueError(f"no scripted Meta-World policy {name} for task {task!r}") from None
+from worldsample.sim.tasks import expert_policy_class
 
 
 def _as_action(a: np.ndarray) -> np.ndarray:
@@ -31,7 +21,7 @@ class ScriptedExpert:
     def __init__(self, env, cfg: ExpertConfig | None = None, seed: int | None = None) -> None:
         self._env = env.unwrapped
         self.cfg = cfg or ExpertConfig()
-        self._policy = _policy_class(self._env.config.task)()
+        self._policy = expert_policy_class(self._env.config.task)()
         self._rng = np.random.default_rng(seed)
 
     def nominal_action(self) -> np.ndarray:
