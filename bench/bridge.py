@@ -56,7 +56,7 @@ def profile(rate: float) -> dict:
 class Proc:
     def __init__(self, args: list[str], env: dict, log: Path):
         self.log = open(log, "wb")
-        self.p = subprocess.Popen([sys.executable, "-m", "worldsample.cli.bridge_cmd", *args], env=env, cwd=ROOT,
+        self.p = subprocess.Popen([sys.executable, "-m", "robot_bridge", *args], env=env, cwd=ROOT,
                                   stdout=self.log, stderr=subprocess.STDOUT)
 
         self.cpu_s: float | None = None

@@ -42,7 +42,7 @@ def log(msg: str) -> None:
 def worldsample(*args: str, log_path: Path) -> None:
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     with open(log_path, "w") as out:
-        rc = subprocess.call([sys.executable, "-m", "worldsample.cli.main", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        rc = subprocess.call([sys.executable, "-m", "services.cli.main", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     if rc != 0:
         raise SystemExit(f"`worldsample {' '.join(args[:2])} ...` failed (exit {rc}); see {log_path}")
 

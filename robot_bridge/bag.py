@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from robot_bridge.codec import (
-    CompressedImage, Header, Image, JointState, String, Time, Vector3, Wrench, WrenchStamped, decode, encode,
+    CompressedImage, Header, Image, JointState, String, Time, Vector3, Wrench, WrenchStamped, array_msg, decode,
+    encode,
 )
 from robot_bridge.core.streams import StreamInput
 from robot_bridge.errors import BagError, DecodeError
 from robot_bridge.profile import CameraStream, JointStream, RobotProfile, VectorStream, stream_typename
-from robot_bridge.sim_robot import array_msg
 from worldsample.store import EpisodeRecord, EpisodeStore, GroupSchema
 
 EPISODE_TOPIC, STEP_TOPIC = "/worldsample/episode", "/worldsample/step"

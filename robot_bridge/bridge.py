@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_bridge.codec import String, encode
+from robot_bridge.codec import String, array_msg, encode
 from robot_bridge.core import decoders
 from robot_bridge.core.controller import Controller, Outputs
 from robot_bridge.core.policy_source import PolicySource
@@ -25,7 +25,6 @@ from robot_bridge.core.recorder import Recorder
 from robot_bridge.core.state import Event
 from robot_bridge.core.streams import StreamInput
 from robot_bridge.profile import CameraStream, JointStream, RobotProfile, VectorStream, stream_typename
-from robot_bridge.sim_robot import array_msg
 from robot_bridge.transport.base import RELIABLE_QOS, SENSOR_QOS, Transport
 from worldsample.store import GroupSchema
 

@@ -21,10 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from robot_bridge.codec import (
-    Bool, Float32MultiArray, Float64MultiArray, Header, Image, JointState, MultiArrayDimension,
-    MultiArrayLayout, String, Time, decode, encode,
-)
+from robot_bridge.codec import Bool, Header, Image, JointState, String, Time, array_msg, decode, encode
 from robot_bridge.errors import DecodeError, ProfileError
 from robot_bridge.profile import RobotProfile
 from robot_bridge.transport.base import RELIABLE_QOS, SENSOR_QOS, Transport
@@ -42,12 +39,6 @@ def synthetic_image(height: int, width: int, step: int, base: np.ndarray) -> np.
 
 def image_step(img: np.ndarray) -> int:
     return int(np.frombuffer(img[0].reshape(-1)[:4].tobytes(), np.uint32)[0])
-
-
-def array_msg(typename: str, values: np.ndarray, label: str):
-    cls = Float32MultiArray if typename.endswith("Float32MultiArray") else Float64MultiArray
-    dim = MultiArrayDimension(label=label, size=len(values), stride=len(values))
-    return cls(layout=MultiArrayLayout(dim=[dim]), data=np.asarray(values))
 
 
 class SimRobot:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from worldsample.cli.main import app
+from services.cli.main import app
 from worldsample.store import EpisodeStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def test_collect_writes_episodes_with_images_and_metadata(tmp_path):
 
 def test_collector_killed_repeatedly_leaves_a_store_that_verifies(tmp_path):
     rng = np.random.default_rng(3)
-    cmd = [sys.executable, "-m", "worldsample.cli.main", "demos", "collect", "--episodes", "1000", "--out", str(tmp_path),
+    cmd = [sys.executable, "-m", "services.cli.main", "demos", "collect", "--episodes", "1000", "--out", str(tmp_path),
            "--set", "env.max_episode_steps=12", "--set", "env.image_size=32", "--set", "store.chunk_len=8"]
     env = {**os.environ, "MUJOCO_GL": "egl"}
     for _ in range(4):

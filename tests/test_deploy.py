@@ -5,7 +5,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from worldsample.cli.main import app
+from services.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,7 @@ from launch.substitutions import LaunchConfiguration
 def generate_launch_description() -> LaunchDescription:
     profile = LaunchConfiguration("profile")
     run = LaunchConfiguration("run")
-    cmd = ["python3", "-m", "worldsample.cli.bridge_cmd"]
+    cmd = ["python3", "-m", "robot_bridge"]
     return LaunchDescription([
         DeclareLaunchArgument("profile", default_value="/app/configs/robot_profiles/sim_arm.yaml"),
         DeclareLaunchArgument("run", default_value="/runs/arm"),

@@ -2,4 +2,4 @@
 # Source ROS 2 so rclpy imports, then run the bridge commands (bridge, sim-robot, bag ...).
 set -e
 source /opt/ros/jazzy/setup.bash
-exec python3 -m worldsample.cli.bridge_cmd "$@"
+exec python3 -m robot_bridge "$@"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from robot_bridge.codec.arrays import array_msg
 from robot_bridge.codec.cdr import CdrReader, CdrWriter
 from robot_bridge.codec.messages import (
     REGISTRY,
@@ -31,7 +32,7 @@ from robot_bridge.errors import DecodeError
 __all__ = [
     "REGISTRY", "Bool", "CompressedImage", "Float32MultiArray", "Float64MultiArray", "Header", "Image",
     "JointState", "MultiArrayDimension", "MultiArrayLayout", "String", "Time", "Vector3", "Wrench",
-    "WrenchStamped", "decode", "encode", "message_class",
+    "WrenchStamped", "array_msg", "decode", "encode", "message_class",
 ]
 
 def message_class(typename: str) -> type:

@@ -1,125 +1,15 @@
 """`worldsample sim-robot`, `worldsample bridge`, `worldsample bag import|export`.
 
-robot_bridge is imported inside the commands only: `worldsample` itself never depends on it,
-and `worldsample --help` stays fast. Run standalone with `python -m worldsample.cli.bridge_cmd`.
+The commands are the robot side's own (robot_bridge/cli.py, also `python -m robot_bridge`); this
+module only adds them to the `worldsample` app.
 """
 
 from __future__ import annotations
 
-import signal
-import threading
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
-from worldsample.cli.common import console, friendly_errors
-
-ProfileOpt = Annotated[Path, typer.Option("--profile", "-p", help="Robot profile YAML (see configs/robot_profiles/).")]
-DomainOpt = Annotated[int, typer.Option("--domain-id", envvar="ROS_DOMAIN_ID", min=0, max=232, help="DDS domain (ROS_DOMAIN_ID).")]
-LoopbackOpt = Annotated[bool, typer.Option("--loopback/--no-loopback", help="Discover peers on 127.0.0.1 only, no multicast.")]
-DurationOpt = Annotated[float | None, typer.Option("--duration", min=0.1, help="Stop after this many seconds.")]
-StatsOpt = Annotated[Path | None, typer.Option("--stats-out", help="Write counters and timings as JSON at exit.")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a profile field, e.g. --set control_rate_hz=50.")]
+from robot_bridge import cli as robot_cli
 
 
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    return stop
-
-
-@friendly_errors
-def sim_robot(
-    profile: ProfileOpt,
-    domain_id: DomainOpt = 0,
-    loopback: LoopbackOpt = False,
-    duration: DurationOpt = None,
-    intervene: Annotated[bool, typer.Option(help="A simulated human takes over when the policy strays.")] = False,
-    seed: Annotated[int | None, typer.Option(help="Episode i starts from seed + i (default: the profile's).")] = None,
-    wait_subscribers: Annotated[float, typer.Option(help="Wait up to this long for subscribers before publishing.")] = 0.0,
-    stats_out: StatsOpt = None,
-    set_: SetOpt = None,
-) -> None:
-    """Run the simulated arm as a ROS 2 robot over DDS (cameras, joint states, actions, resets)."""
-    from robot_bridge.profile import load_profile
-    from robot_bridge.sim_robot import run_sim_robot
-    from robot_bridge.transport import make_transport
-
-    prof = load_profile(profile, set_)
-    stop = _stop_on_signals()
-    stats = run_sim_robot(prof, make_transport("dds", domain_id, loopback), stop, duration=duration, intervene=intervene,
-                          seed=seed, wait_subscribers=wait_subscribers, stats_out=stats_out)
-    console.print(f"sim-robot: {stats['resets']} resets, {stats['actions_received']} actions applied")
-
-
-@friendly_errors
-def bridge(
-    profile: ProfileOpt,
-    run: Annotated[Path, typer.Option("--run", "-r", help="Run directory: store/ is written, policies/ is read.")],
-    transport: Annotated[str, typer.Option(help="dds (cyclonedds, no ROS needed) or rclpy (inside ROS 2).")] = "dds",
-    domain_id: DomainOpt = 0,
-    loopback: LoopbackOpt = False,
-    duration: DurationOpt = None,
-    stats_out: StatsOpt = None,
-    set_: SetOpt = None,
-) -> None:
-    """Run the robot bridge: record episodes into RUN's store, drive the arm with RUN's latest policy."""
-    from robot_bridge.bridge import run_bridge
-    from robot_bridge.profile import load_profile
-    from robot_bridge.transport import make_transport
-
-    prof = load_profile(profile, set_)
-    run.mkdir(parents=True, exist_ok=True)
-    stop = _stop_on_signals()
-    stats = run_bridge(prof, run, make_transport(transport, domain_id, loopback), stop, duration=duration, stats_out=stats_out)
-    ep = stats["episodes"]
-    console.print(f"bridge: {ep['committed']} episodes committed, {ep['discarded']} discarded, {ep['steps']} steps")
-
-
-bag_app = typer.Typer(help="rosbag2 (MCAP, sqlite3) import into and export from the episode store.", no_args_is_help=True)
-
-
-@bag_app.command("import")
-@friendly_errors
-def bag_import(
-    bag: Annotated[Path, typer.Argument(help="rosbag2 directory (MCAP or sqlite3) or a single .mcap file.")],
-    run: Annotated[Path, typer.Argument(help="Run directory to import into.")],
-    profile: ProfileOpt,
-    group: Annotated[str | None, typer.Option(help="Store group (default: the profile's episode.group).")] = None,
-) -> None:
-    """Import a bag: streams are mapped by the profile's topics and aligned at its control rate."""
-    from robot_bridge.bag import import_bag
-    from robot_bridge.profile import load_profile
-
-    recs = import_bag(bag, run, load_profile(profile), group=group)
-    console.print(f"imported {len(recs)} episode(s), {sum(r.length for r in recs)} steps, into {run}")
-
-
-@bag_app.command("export")
-@friendly_errors
-def bag_export(
-    run: Annotated[Path, typer.Argument(help="Run directory to export from.")],
-    out: Annotated[Path, typer.Argument(help="New rosbag2 directory to write.")],
-    profile: ProfileOpt,
-    episodes: Annotated[str | None, typer.Option(help="Episode ids, e.g. 0,3-5 (default: all).")] = None,
-    group: Annotated[str | None, typer.Option(help="Store group (default: the profile's episode.group).")] = None,
-    storage: Annotated[str, typer.Option(help="mcap or sqlite3.")] = "mcap",
-    distro: Annotated[str, typer.Option(help="Message definitions: jazzy or humble.")] = "jazzy",
-) -> None:
-    """Export stored episodes as a rosbag2 with the profile's topics and message types."""
-    from robot_bridge.bag import export_bag, parse_episodes
-    from robot_bridge.profile import load_profile
-
-    n = export_bag(run, out, load_profile(profile), parse_episodes(episodes), group=group, storage=storage, distro=distro)
-    console.print(f"exported {n} episode(s) to {out}")
-
-
-app = typer.Typer(help="The ROS 2 bridge commands.", no_args_is_help=True, pretty_exceptions_show_locals=False)
-app.command("sim-robot")(sim_robot)
-app.command("bridge")(bridge)
-app.add_typer(bag_app, name="bag")
-
-if __name__ == "__main__":
-    app()
+def register(app: typer.Typer) -> None:
+    robot_cli.register(app)

@@ -2,41 +2,25 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from worldsample.errors import WorldSampleError
+# one console and one error report for both command lines; robot_bridge holds them because it must not import services
+from robot_bridge.cli import console, err_console, friendly_errors
+from worldsample.paths import RunFiles
 
-console = Console()
-err_console = Console(stderr=True)
+__all__ = ["RUN", "ConfigOpt", "SetOpt", "console", "err_console", "friendly_errors", "progress", "setup_logging"]
+
+RUN = RunFiles.of("RUN")  # the run-directory layout as help texts show it: RUN/store, RUN/dashboard_token, ...
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file (see configs/).", exists=False)]
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", "-s", help="Override a config field, e.g. --set env.image_size=96 (repeatable).")
 ]
-
-F = TypeVar("F", bound=Callable)
-
-
-def friendly_errors(fn: F) -> F:
-    """Turn WorldSample's own errors into a one-paragraph message and exit code 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except WorldSampleError as e:
-            err_console.print(f"[bold red]error:[/] {e}", highlight=False)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def progress() -> Progress:

@@ -8,13 +8,13 @@ from typing import Annotated, Literal
 
 import typer
 
-from worldsample.cli.common import console, friendly_errors
+from services.cli.common import RUN, console, friendly_errors
 from worldsample.errors import ConfigError
 
 
 @friendly_errors
 def dashboard(
-    run: Annotated[Path, typer.Argument(help="Run directory (holds store/, metrics.jsonl, ...).")],
+    run: Annotated[Path, typer.Argument(help=f"Run directory (holds {RUN.store.name}/, {RUN.metrics.name}, ...).")],
     host: Annotated[
         str, typer.Option(help="Address to bind. Anything but loopback exposes the run: use a token read policy.")
     ] = "127.0.0.1",
@@ -22,7 +22,7 @@ def dashboard(
     token: Annotated[
         str | None,
         typer.Option(
-            help="Bearer token for controls (default: RUN/dashboard_token, created if missing).", show_default=False
+            help=f"Bearer token for controls (default: {RUN.dashboard_token}, created if missing).", show_default=False
         ),
     ] = None,
     read_policy: Annotated[
@@ -61,6 +61,6 @@ def dashboard(
     if nice:
         os.nice(nice)
     shown = f"[{host}]" if ":" in host else host
-    where = "RUN/dashboard_token" if token is None else "--token"
+    where = str(RUN.dashboard_token) if token is None else "--token"
     console.print(f"dashboard for [bold]{run}[/] on [bold]http://{shown}:{port}/[/]  (control token: {where})")
     uvicorn.Server(uvicorn_config(app, host, port, log_level="info")).run()

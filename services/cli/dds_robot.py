@@ -20,6 +20,7 @@ from pathlib import Path
 
 from worldsample.config import RunConfig
 from worldsample.errors import ConfigError
+from worldsample.paths import RunFiles
 
 DEFAULT_PROFILE = Path("configs/robot_profiles/sim_arm.yaml")
 
@@ -47,10 +48,10 @@ class SimRobotOverDds:
 
     def _start(self, name: str, args: list[str]) -> None:
         sets = [x for s in profile_overrides(self.cfg) for x in ("--set", s)]
-        cmd = [sys.executable, "-m", "worldsample.cli.bridge_cmd", name, "--profile", str(self.profile), "--loopback",
+        cmd = [sys.executable, "-m", "robot_bridge", name, "--profile", str(self.profile), "--loopback",
                "--domain-id", str(self.domain_id), *args, *sets]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
-        with open(self.run / f"{name}.log", "w") as log:
+        with open(RunFiles.of(self.run).log(name), "w") as log:
             self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def __enter__(self) -> SimRobotOverDds:
@@ -62,7 +63,7 @@ class SimRobotOverDds:
         """Raise if either process has died (its log names the reason)."""
         for name, p in self.procs.items():
             if p.poll() is not None:
-                raise RuntimeError(f"{name} exited with {p.returncode}; see {self.run / (name + '.log')}")
+                raise RuntimeError(f"{name} exited with {p.returncode}; see {RunFiles.of(self.run).log(name)}")
 
     def __exit__(self, *exc) -> None:
         for p in self.procs.values():

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from worldsample.cli.common import ConfigOpt, SetOpt, console, friendly_errors, progress
+from services.cli.common import ConfigOpt, SetOpt, console, friendly_errors, progress
 
 app = typer.Typer(help="Demonstrations from the scripted expert.", no_args_is_help=True)
 

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
+from services.cli import bridge_cmd, dashboard_cmd, demos_cmd, run_cmd, store_cmd, train_cmd, wm_cmd
+from services.cli.common import setup_logging
 from worldsample import __version__
-from worldsample.cli import bridge_cmd, dashboard_cmd, demos_cmd, run_cmd, store_cmd, train_cmd, wm_cmd
-from worldsample.cli.common import setup_logging
 
 app = typer.Typer(
     help="WorldSample: real-robot RL that makes each real rollout count several times.",
@@ -21,9 +21,7 @@ app.add_typer(wm_cmd.app, name="wm")
 app.command("run")(run_cmd.run)
 app.command("train")(train_cmd.train)
 app.command("dashboard")(dashboard_cmd.dashboard)
-app.command("sim-robot")(bridge_cmd.sim_robot)
-app.command("bridge")(bridge_cmd.bridge)
-app.add_typer(bridge_cmd.bag_app, name="bag")
+bridge_cmd.register(app)
 
 
 def _version(value: bool) -> None:

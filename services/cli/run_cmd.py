@@ -21,24 +21,26 @@ from typing import Annotated
 
 import typer
 
-from worldsample.cli.common import ConfigOpt, SetOpt, console, friendly_errors
-from worldsample.cli.dds_robot import SimRobotOverDds
+from services.cli.common import ConfigOpt, SetOpt, console, friendly_errors
+from services.cli.dds_robot import SimRobotOverDds
 from worldsample.errors import RunDirectoryError
+from worldsample.paths import RunFiles
 
 
 def start_dashboard(run: Path, port: int) -> subprocess.Popen | None:
     """The dashboard in its own session (so the scheduler weighs it apart from training)."""
-    cmd = [sys.executable, "-m", "worldsample.cli.main", "dashboard", str(run), "--port", str(port), "--nice", "10"]
-    with open(run / "dashboard.log", "w") as log:  # the child keeps its own copy of the descriptor
+    files = RunFiles.of(run)
+    cmd = [sys.executable, "-m", "services.cli.main", "dashboard", str(run), "--port", str(port), "--nice", "10"]
+    with open(files.log("dashboard"), "w") as log:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     for _ in range(60):
-        if (run / "dashboard_token").exists() or proc.poll() is not None:
+        if files.dashboard_token.exists() or proc.poll() is not None:
             break
         time.sleep(0.25)
     if proc.poll() is not None:
-        console.print(f"[yellow]dashboard did not start[/] (see {run / 'dashboard.log'}); training goes on without it")
+        console.print(f"[yellow]dashboard did not start[/] (see {files.log('dashboard')}); training goes on without it")
         return None
-    console.print(f"dashboard: [bold]http://127.0.0.1:{port}/[/]  (control token in {run / 'dashboard_token'})")
+    console.print(f"dashboard: [bold]http://127.0.0.1:{port}/[/]  (control token in {files.dashboard_token})")
     return proc
 
 
@@ -55,9 +57,9 @@ def run(
     set_: SetOpt = None,
 ) -> None:
     """The main job: demonstrations, dashboard, online RL with world-model data, summary."""
-    from worldsample.cli.demos_cmd import run_collection
-    from worldsample.cli.store_cmd import info_table
-    from worldsample.cli.train_cmd import print_summary
+    from services.cli.demos_cmd import run_collection
+    from services.cli.store_cmd import info_table
+    from services.cli.train_cmd import print_summary
     from worldsample.config import dump_config, load_config
 
     if robot not in ("sim", "bridge"):
@@ -67,7 +69,7 @@ def run(
     if out.exists() and any(out.iterdir()):
         raise RunDirectoryError(f"{out} already exists and is not empty; choose a new --out")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(dump_config(cfg))
+    RunFiles.of(out).config.write_text(dump_config(cfg))
     console.rule(f"[bold]WorldSample run[/] {out}")
     run_collection(out, cfg, cfg.demos.episodes)
     dash = start_dashboard(out, port) if dashboard else None

@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from worldsample.cli.common import console, err_console, friendly_errors, progress
+from services.cli.common import RUN, console, err_console, friendly_errors, progress
 
 app = typer.Typer(help="Inspect and check a run's episode store.", no_args_is_help=True)
 
-RunArg = Annotated[Path, typer.Argument(help="Run directory (holds store/).")]
+RunArg = Annotated[Path, typer.Argument(help=f"Run directory (holds {RUN.store.name}/).")]
 
 
 def human_bytes(n: int) -> str:

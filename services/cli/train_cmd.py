@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from worldsample.cli.common import ConfigOpt, SetOpt, console, friendly_errors
+from services.cli.common import RUN, ConfigOpt, SetOpt, console, friendly_errors
 
 
 def print_summary(s) -> None:
@@ -20,7 +20,8 @@ def print_summary(s) -> None:
     )
     if s.best is not None and s.best[2] is not None:
         steps, rate, version = s.best
-        console.print(f"best evaluated policy: v{version}, {100 * rate:.0f}% at {steps} real steps (every version is in RUN/policies/)")
+        console.print(f"best evaluated policy: v{version}, {100 * rate:.0f}% at {steps} real steps "
+                      f"(every version is in {RUN.policies}/)")
     if s.wm_eval:
         rows = s.wm_eval["horizons"]
         if "psnr" in next(iter(rows.values())):

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from worldsample.cli.common import SetOpt, console, friendly_errors, progress
+from services.cli.common import RUN, SetOpt, console, friendly_errors, progress
 
 app = typer.Typer(help="The action-conditioned world model: train and evaluate.", no_args_is_help=True)
 
@@ -17,7 +17,7 @@ WmConfigOpt = Annotated[
 ]
 
 
-@app.command()
+@app.command(help=f"Train the world model on RUN's store; checkpoints go to {RUN.world_model}/.")
 @friendly_errors
 def train(
     run: RunArg,
@@ -33,7 +33,6 @@ def train(
     config: WmConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Train the world model on RUN's store; checkpoints go to RUN/world_model/."""
     from worldsample.errors import ConfigError
     from worldsample.store import EpisodeStore
     from worldsample.world_model.loading import load_wm_config
@@ -68,14 +67,14 @@ def train(
 def eval_(
     run: RunArg,
     checkpoint: Annotated[
-        Path | None, typer.Option(help="Checkpoint file or directory (default RUN/world_model).")
+        Path | None, typer.Option(help=f"Checkpoint file or directory (default {RUN.world_model}).")
     ] = None,
     group: Annotated[
         list[str] | None, typer.Option(help="Groups whose held-out episodes are scored (repeatable).")
     ] = None,
     horizons: Annotated[str, typer.Option(help="Comma-separated open-loop horizons.")] = "1,8,32",
     per_episode: Annotated[int, typer.Option(min=1, help="Start points per held-out episode.")] = 4,
-    out: Annotated[Path | None, typer.Option(help="Report directory (default RUN/world_model/eval).")] = None,
+    out: Annotated[Path | None, typer.Option(help=f"Report directory (default {RUN.world_model}/eval).")] = None,
 ) -> None:
     """PSNR/SSIM per horizon on held-out episodes; writes report.json and strip.png."""
     from rich.table import Table

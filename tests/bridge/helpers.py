@@ -55,12 +55,12 @@ def env_for(domain: int) -> dict:
 
 
 class Proc:
-    """A `python -m worldsample.cli.bridge_cmd ...` subprocess, killed on exit no matter what."""
+    """A `python -m robot_bridge ...` subprocess, killed on exit no matter what."""
 
     def __init__(self, args: list[str], domain: int, log: Path):
         self.log = log
         self._f = open(log, "wb")
-        self.p = subprocess.Popen([sys.executable, "-m", "worldsample.cli.bridge_cmd", *args], env=env_for(domain),
+        self.p = subprocess.Popen([sys.executable, "-m", "robot_bridge", *args], env=env_for(domain),
                                   stdout=self._f, stderr=subprocess.STDOUT, cwd=ROOT)
 
     def stop(self, timeout: float = 20) -> int:

@@ -89,8 +89,7 @@ def test_foreign_bag_without_markers(tmp_path):
     from rosbags.typesys import Stores, get_typestore
 
     from robot_bridge.bag import _stream_message
-    from robot_bridge.codec import encode
-    from robot_bridge.sim_robot import array_msg
+    from robot_bridge.codec import array_msg, encode
 
     profile = load_profile(small_profile(tmp_path))
     ts = get_typestore(Stores.ROS2_JAZZY)

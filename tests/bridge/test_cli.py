@@ -1,11 +1,11 @@
-"""The bridge commands through typer (the sub-app wired into `worldsample`)."""
+"""The bridge commands through typer (robot_bridge/cli.py: `python -m robot_bridge`, also wired into `worldsample`)."""
 
 from typer.testing import CliRunner
 
+from robot_bridge.cli import app
 from robot_bridge.profile import load_profile
 from tests.bridge.helpers import small_profile
 from tests.bridge.test_bag import fill_store
-from worldsample.cli.bridge_cmd import app
 
 runner = CliRunner()
 

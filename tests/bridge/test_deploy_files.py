@@ -23,10 +23,17 @@ def test_launch_file_runs_the_real_commands():
     tree = ast.parse((D / "bridge.launch.py").read_text())
     assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
     text = (D / "bridge.launch.py").read_text()
-    from worldsample.cli.bridge_cmd import app
     from typer.testing import CliRunner
 
+    from robot_bridge.cli import app
+
+    assert '"python3", "-m", "robot_bridge"' in text
     for cmd in ("bridge", "sim-robot"):
         assert f'"{cmd}"' in text
         assert CliRunner().invoke(app, [cmd, "--help"]).exit_code == 0
     assert '"--transport", "rclpy"' in text
+
+
+def test_image_entrypoint_runs_the_bridge_module():
+    lines = (D / "entrypoint.sh").read_text().splitlines()
+    assert lines[-1] == 'exec python3 -m robot_bridge "$@"'

@@ -3,7 +3,7 @@ import os
 
 from typer.testing import CliRunner
 
-from worldsample.cli.main import app
+from services.cli.main import app
 
 from ..store.helpers import make_episode, new_store
 

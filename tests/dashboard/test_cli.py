@@ -10,11 +10,11 @@ import httpx
 import typer
 from typer.testing import CliRunner
 
+from services.cli.dashboard_cmd import dashboard
 from services.dashboard.server import free_port
-from worldsample.cli.dashboard_cmd import dashboard
 
-# the command is registered in worldsample/cli/main.py; here it runs in an app of its own
-SERVE = "import sys, typer; from worldsample.cli.dashboard_cmd import dashboard; app = typer.Typer(); app.command()(dashboard); app()"
+# the command is registered in services/cli/main.py; here it runs in an app of its own
+SERVE = "import sys, typer; from services.cli.dashboard_cmd import dashboard; app = typer.Typer(); app.command()(dashboard); app()"
 
 
 def _app() -> typer.Typer:

@@ -6,7 +6,7 @@ import sys
 
 def test_importing_runlog_pulls_no_web_or_store_stack():
     code = (
-        "import sys, worldsample, worldsample.runlog, worldsample.cli.dashboard_cmd\n"
+        "import sys, worldsample, worldsample.runlog, services.cli.dashboard_cmd\n"
         "heavy = [m for m in ('fastapi', 'starlette', 'uvicorn', 'zarr', 'torch', 'ray') if m in sys.modules]\n"
         "assert not heavy, heavy"
     )

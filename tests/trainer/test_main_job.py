@@ -16,7 +16,7 @@ from .test_train_e2e import ROOT, TINY
 def test_run_with_the_simulated_arm_over_dds(tmp_path):
     run = tmp_path / "run"
     env = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    cmd = [sys.executable, "-m", "worldsample.cli.main", "run", "--out", str(run), "--robot", "bridge", "--no-dashboard",
+    cmd = [sys.executable, "-m", "services.cli.main", "run", "--out", str(run), "--robot", "bridge", "--no-dashboard",
            "--set", "demos.episodes=2", "--set", "loop.real_steps=120", "--set", "loop.learner.bc_pretrain_steps=20",
            "--set", "loop.world_model.train.holdout_every=2", *TINY]
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
@@ -31,7 +31,7 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     # recorded by the bridge from the DDS streams: the profile's keys, with the policy's version
     assert "proprio" in store.schema("real").keys
     assert any(r.policy_version is not None for r in real.records.values())
-    assert subprocess.run([sys.executable, "-m", "worldsample.cli.main", "store", "verify", str(run)], cwd=ROOT, env=env).returncode == 0
+    assert subprocess.run([sys.executable, "-m", "services.cli.main", "store", "verify", str(run)], cwd=ROOT, env=env).returncode == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("eval/success_rate" in r for r in rows) and any("wm/version" in r for r in rows)
     assert any(k.startswith("wm_eval/h1/") for r in rows for k in r)

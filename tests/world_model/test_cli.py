@@ -5,7 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from tests.world_model.helpers import toy_store
-from worldsample.cli.wm_cmd import app
+from services.cli.wm_cmd import app
 
 TINY = [
     "--set",
@@ -31,7 +31,7 @@ def test_train_then_eval(tmp_path):
     toy_store(tmp_path, episodes=5, length=20)
     res = CliRunner().invoke(app, ["train", str(tmp_path), "--mode", "demo", "--generator", "diffusion", *TINY])
     assert res.exit_code == 0, res.output
-    assert "saved" in res.output and (tmp_path / "world_model" / "wm-000001.safetensors").exists()
+    assert "saved" in res.output and (tmp_path / "world_model" / "v000001" / "model.safetensors").exists()
     res = CliRunner().invoke(app, ["eval", str(tmp_path), "--horizons", "1,4", "--per-episode", "2"])
     assert res.exit_code == 0, res.output
     report = json.loads((tmp_path / "world_model" / "eval" / "report.json").read_text())
