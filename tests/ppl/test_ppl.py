@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from worldsample.ppl import EntropyPacer, PPLConfig, q_aware_lambda, zero_weights_breaking_bound
-from worldsample.ppl.mixer import PPLMixer
+from worldsample.ppl.mixer import NaiveMixer, PPLMixer, RealDataMixer, make_mixer, mixer_class
 from worldsample.store import GroupSampler
 
 from ..store.helpers import make_episode, new_store
@@ -49,8 +49,19 @@ def test_hyperbolic_pacing_and_modes():
     p.observe(2.0)
     p.observe(-2.0)  # H~ = 0.5: raw 1/3, floor 1/5 -> 0.3 * (1/3 - 1/5) / (4/5) = 0.05
     assert p.rho == pytest.approx(0.05)
-    assert EntropyPacer(PPLConfig(mode="off"), -2.0).rho == 0.0
-    assert EntropyPacer(PPLConfig(mode="naive", naive_share=0.2), -2.0).rho == 0.2
+
+
+@pytest.mark.parametrize("mode,cls,synthetic", [("off", RealDataMixer, False), ("naive", NaiveMixer, True), ("ppl", PPLMixer, True)])
+def test_the_mode_picks_the_mixer_once(mode, cls, synthetic):
+    assert mixer_class(PPLConfig(mode=mode)) is cls and cls.uses_synthetic is synthetic
+
+
+def mix(cfg, demo, online, pos, neg, critic, entropy_min, interventions=None):
+    """A mixer as the learner builds one: by the factory, synthetic pools attached once they exist."""
+    mixer = make_mixer(cfg, demo, online, interventions, critic=critic, entropy_min=entropy_min)
+    if pos is not None or neg is not None:
+        mixer.attach_synthetic(pos, neg)
+    return mixer
 
 
 class FakeCritic:
@@ -89,7 +100,7 @@ def stores(tmp_path):
 def test_ppl_batch_composition(tmp_path):
     demo, online, pos, neg = stores(tmp_path)
     # entropy drops from 2 to -2 at once: EMA 0.5 gives H~ 0.5, rho 0.15
-    mixer = PPLMixer(PPLConfig(entropy_ema=0.5, q_probe_every=1), demo, online, pos, neg, FakeCritic([2.0, -2.0]), entropy_min=-2.0)
+    mixer = mix(PPLConfig(entropy_ema=0.5, q_probe_every=1), demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
     rng = np.random.default_rng(0)
     b = mixer.sample(rng, 100)
     assert mixer.last["ppl/rho"] == 0.0 and (b["source"] == "demo").sum() == 50  # first call: H~ = 1
@@ -108,7 +119,7 @@ def test_ppl_batch_composition(tmp_path):
 
 def test_ppl_zeroes_synthetic_samples_when_only_the_optimistic_pool_exists(tmp_path):
     demo, online, pos, _ = stores(tmp_path)
-    mixer = PPLMixer(PPLConfig(entropy_ema=0.0, q_probe_every=1, delta_q=0.05), demo, online, pos, None, FakeCritic([2.0, -2.0]), -2.0)
+    mixer = mix(PPLConfig(entropy_ema=0.0, q_probe_every=1, delta_q=0.05), demo, online, pos, None, FakeCritic([2.0, -2.0]), -2.0)
     rng = np.random.default_rng(1)
     mixer.sample(rng, 100)
     b = mixer.sample(rng, 100)  # rho 0.3: 30 synthetic, all from the success pool (Q 0.5 > 0.3)
@@ -118,10 +129,10 @@ def test_ppl_zeroes_synthetic_samples_when_only_the_optimistic_pool_exists(tmp_p
 
 def test_off_and_naive_modes(tmp_path):
     demo, online, pos, neg = stores(tmp_path)
-    off = PPLMixer(PPLConfig(mode="off"), demo, online, pos, neg, None, -2.0)
+    off = mix(PPLConfig(mode="off"), demo, online, pos, neg, None, -2.0)
     b = off.sample(np.random.default_rng(0), 64)
     assert set(b["source"]) == {"demo", "online"}
-    naive = PPLMixer(PPLConfig(mode="naive", naive_share=0.25), demo, online, pos, neg, None, -2.0)
+    naive = mix(PPLConfig(mode="naive", naive_share=0.25), demo, online, pos, neg, None, -2.0)
     b = naive.sample(np.random.default_rng(0), 64)
     assert (np.char.startswith(b["source"].astype(str), "synthetic")).sum() == 16 and (b["weights"] == 1).all()
 
@@ -141,7 +152,7 @@ def test_intervention_steps_join_the_demo_half_by_size(tmp_path):
     b = interventions.transitions(np.random.default_rng(0), 50)
     assert b["intervention"].all() and (b["index"] < 10).all()
 
-    mixer = PPLMixer(PPLConfig(mode="off"), GroupSampler(store.reader("demo")), GroupSampler(real), None, None, None, -2.0,
+    mixer = mix(PPLConfig(mode="off"), GroupSampler(store.reader("demo")), GroupSampler(real), None, None, None, -2.0,
                      interventions=interventions)
     b = mixer.sample(np.random.default_rng(0), 80)
     # demo half 40 split 30:10 by size; online keeps its 40 (which may include driven steps too)
@@ -158,7 +169,7 @@ def test_step_key_must_be_cached(tmp_path):
 def test_pacing_starts_when_the_actor_starts_learning(tmp_path):
     demo, online, pos, neg = stores(tmp_path)
     # during the critic warm-up the actor is the behaviour-cloned one: its entropy is not even asked for
-    mixer = PPLMixer(PPLConfig(entropy_ema=0.0, q_probe_every=1), demo, online, pos, neg, FakeCritic([1.0, -0.5]), -2.0)
+    mixer = mix(PPLConfig(entropy_ema=0.0, q_probe_every=1), demo, online, pos, neg, FakeCritic([1.0, -0.5]), -2.0)
     rng = np.random.default_rng(0)
     for _ in range(2):
         mixer.sample(rng, 100, actor_learning=False)
@@ -171,7 +182,7 @@ def test_pacing_starts_when_the_actor_starts_learning(tmp_path):
 
 def test_a_pool_that_fills_between_probes_is_probed_before_it_is_used(tmp_path):
     demo, online, pos, neg = stores(tmp_path)
-    mixer = PPLMixer(PPLConfig(entropy_ema=0.0, q_probe_every=1000), demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
+    mixer = mix(PPLConfig(entropy_ema=0.0, q_probe_every=1000), demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
     rng = np.random.default_rng(0)
     mixer.sample(rng, 100)  # first probe: H_0 = 2
     mixer.q_pos = float("nan")  # as if the success pool had been empty at that probe

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from worldsample.cli.main import app
+from services.cli.main import app
 from worldsample.store import EpisodeStore
+from worldsample.versioned import VersionedDir
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [
@@ -64,12 +65,12 @@ def test_train_kill_and_resume(tmp_path):
     )
     assert res.exit_code == 0, res.output
 
-    cmd = [sys.executable, "-m", "worldsample.cli.main", "train", str(tmp_path), "--set", "loop.real_steps=2000", *TINY]
+    cmd = [sys.executable, "-m", "services.cli.main", "train", str(tmp_path), "--set", "loop.real_steps=2000", *TINY]
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.time() + 240
         while time.time() < deadline:  # wait for a few rounds with checkpoints, then kill mid-run
-            ckpts = list((tmp_path / "trainer").glob("ckpt_*")) if (tmp_path / "trainer").exists() else []
+            ckpts = VersionedDir(tmp_path / "trainer").versions()
             if len(ckpts) >= 3:
                 break
             assert p.poll() is None, p.stderr.read().decode()[-3000:]

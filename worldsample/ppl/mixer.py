@@ -1,10 +1,15 @@
-"""The PPL data mixer: composes each learner batch from real and synthetic pools.
+"""Data mixers: each composes a learner batch from the real pools and, in some, synthetic ones.
 
-Real part: demo data plus the steps a human drove (interventions), and online data, split
-`demo_share` : rest, as in HIL-SERL/RLPD; demos and interventions share their half in proportion
-to their sizes (one buffer, as HIL-SERL appends interventions to the demo buffer). Synthetic part: floor(rho * B) samples, rho from the entropy pacer; a fraction
-lambda* from the success pool and the rest from the failure pool; per-sample critic weights
-zero out samples that would push the synthetic mean Q away from the real one.
+Picked once from `ppl.mode` by `make_mixer` (the only place that reads the mode string):
+
+    off    RealDataMixer  real data only (RLPD / HIL-SERL)
+    naive  NaiveMixer     a fixed synthetic share, split between the pools by their sizes
+    ppl    PPLMixer       Policy-Paced Learning: share paced by the actor's entropy, Q-aware
+                          choice between the success and failure pools, per-sample critic weights
+
+Real part (all mixers): demo data plus the steps a human drove (interventions), and online data,
+split `demo_share` : rest, as in HIL-SERL/RLPD; demos and interventions share their half in
+proportion to their sizes (one buffer, as HIL-SERL appends interventions to the demo buffer).
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from worldsample.ppl.schedule import EntropyPacer
 from worldsample.ppl.selection import q_aware_lambda, zero_weights_breaking_bound
 from worldsample.store.sampler import Batch, GroupSampler, MixtureSampler
 
+_SOURCES = ("demo", "intervention", "online", "synthetic_pos", "synthetic_neg")
+
 
 class Critic(Protocol):
-    """What the mixer needs from the learner (current networks, no gradients)."""
+    """What the PPL mixer needs from the learner (current networks, no gradients)."""
 
     def q_values(self, batch: Batch) -> np.ndarray: ...
 
@@ -35,31 +42,69 @@ def concat(pieces: list[tuple[np.ndarray, Batch]]) -> Batch:
     return out
 
 
-class PPLMixer:
-    def __init__(
-        self,
-        cfg: PPLConfig,
-        demo: GroupSampler,
-        online: GroupSampler,
-        synthetic_pos: GroupSampler | None,
-        synthetic_neg: GroupSampler | None,
-        critic: Critic | None,
-        entropy_min: float,
-        interventions: GroupSampler | None = None,
-    ):
-        if cfg.mode == "ppl" and critic is None:
-            raise ValueError("ppl mode needs the critic for Q-aware selection and pacing")
+def _ready(pool: GroupSampler | None) -> bool:
+    return pool is not None and pool.num_transitions > 0
+
+
+class RealDataMixer:
+    """Real data only. The base of the other mixers: they add a synthetic part to each batch."""
+
+    uses_synthetic = False
+
+    def __init__(self, cfg: PPLConfig, demo: GroupSampler, online: GroupSampler,
+                 interventions: GroupSampler | None = None):
         self.cfg = cfg
         self.demo, self.interventions = demo, interventions
         groups = {"demo": demo, "online": online, **({"intervention": interventions} if interventions is not None else {})}
         self.real = MixtureSampler(groups, {"demo": cfg.demo_share, "online": 1 - cfg.demo_share})
-        self.pos, self.neg = synthetic_pos, synthetic_neg
-        self.critic = critic
-        self.pacer = EntropyPacer(cfg, entropy_min if cfg.entropy_min is None else cfg.entropy_min)
-        self.q_real = self.q_pos = self.q_neg = float("nan")
+        self.pos: GroupSampler | None = None
+        self.neg: GroupSampler | None = None
         self.calls = 0
         self.last: dict[str, float] = {}
 
+    def attach_synthetic(self, pos: GroupSampler, neg: GroupSampler) -> None:
+        """The success and failure pools, once the synthetic group exists (ignored without synthetic data)."""
+
+    @property
+    def has_synthetic_pools(self) -> bool:
+        return self.pos is not None
+
+    def sample(self, rng: np.random.Generator, batch: int, n: int = 1, gamma: float = 0.97,
+               actor_learning: bool = True) -> Batch:
+        """One batch of `batch` rows: n-step transitions with `source` and per-row critic `weights`."""
+        self.calls += 1
+        self._real_weights()
+        rho = self._synthetic_share(rng, n, gamma, actor_learning)
+        n_syn = int(np.floor(rho * batch))
+        parts: list[tuple[str, Batch]] = []
+        if n_syn:
+            n_pos = self._positives(n_syn, rng, n, gamma, actor_learning)
+            for name, pool, k in (("synthetic_pos", self.pos, n_pos), ("synthetic_neg", self.neg, n_syn - n_pos)):
+                if k:
+                    parts.append((name, pool.nstep(rng, k, n, gamma)))
+        real = self.real.sample(rng, batch - n_syn, n, gamma)
+        out = concat([(real["group"], real)] + [(np.full(len(b["action"]), name), b) for name, b in parts])
+        syn = np.char.startswith(out["source"].astype(str), "synthetic")
+        out["weights"] = self._weights(out, syn)
+        self.last = self._metrics(out, syn, rho)
+        return out
+
+    # -- what the subclasses change -------------------------------------------------------------
+    def _synthetic_share(self, rng: np.random.Generator, n: int, gamma: float, actor_learning: bool) -> float:
+        return 0.0
+
+    def _positives(self, n_syn: int, rng: np.random.Generator, n: int, gamma: float, actor_learning: bool) -> int:
+        """How many of the n_syn synthetic rows come from the success pool."""
+        sizes = [s.num_transitions if _ready(s) else 0 for s in (self.pos, self.neg)]
+        return int(round(n_syn * sizes[0] / max(1, sum(sizes))))
+
+    def _weights(self, out: Batch, syn: np.ndarray) -> np.ndarray:
+        return np.ones(len(out["source"]), np.float32)
+
+    def _extra_metrics(self) -> dict[str, float]:
+        return {}
+
+    # -- shared ---------------------------------------------------------------------------------
     def _real_weights(self) -> None:
         """Demos and interventions split the demo share by size; online gets the rest."""
         if self.interventions is None:
@@ -68,9 +113,55 @@ class PPLMixer:
         share = self.cfg.demo_share
         self.real.weights.update(demo=share * nd / max(nd + ni, 1), intervention=share * ni / max(nd + ni, 1))
 
-    # -- pool statistics ------------------------------------------------------------------------
-    def _pool_ready(self, s: GroupSampler | None) -> bool:
-        return s is not None and s.num_transitions > 0
+    def _have_synthetic(self) -> bool:
+        return _ready(self.pos) or _ready(self.neg)
+
+    def _metrics(self, out: Batch, syn: np.ndarray, rho: float) -> dict[str, float]:
+        src = out["source"]
+        m = {f"batch/{k}": float((src == k).sum()) for k in _SOURCES}
+        m["batch/synthetic_share"] = float(syn.mean())
+        m["batch/zero_weight"] = float((out["weights"] == 0).sum())
+        m["ppl/rho"] = rho
+        m.update(self._extra_metrics())
+        return m
+
+    def state(self) -> dict:
+        return {"calls": self.calls}
+
+    def load_state(self, st: dict) -> None:
+        self.calls = int(st["calls"])
+
+
+class NaiveMixer(RealDataMixer):
+    """A fixed synthetic share (`naive_share`) whatever the policy's state; pools by their sizes."""
+
+    uses_synthetic = True
+
+    def attach_synthetic(self, pos: GroupSampler, neg: GroupSampler) -> None:
+        self.pos, self.neg = pos, neg
+
+    def _synthetic_share(self, rng, n, gamma, actor_learning) -> float:
+        return self.cfg.naive_share if self._have_synthetic() else 0.0
+
+
+class PPLMixer(NaiveMixer):
+    """Synthetic share rho from the entropy pacer; a fraction lambda* from the success pool and the
+    rest from the failure pool; per-sample critic weights zero out samples that would push the
+    synthetic mean Q away from the real one."""
+
+    def __init__(self, cfg: PPLConfig, demo: GroupSampler, online: GroupSampler, critic: Critic,
+                 entropy_min: float, interventions: GroupSampler | None = None):
+        if critic is None:
+            raise ValueError("ppl mode needs the critic for Q-aware selection and pacing")
+        super().__init__(cfg, demo, online, interventions)
+        self.critic = critic
+        self.pacer = EntropyPacer(cfg, entropy_min if cfg.entropy_min is None else cfg.entropy_min)
+        self.q_real = self.q_pos = self.q_neg = float("nan")
+        self.lam = float("nan")
+
+    def attach_synthetic(self, pos: GroupSampler, neg: GroupSampler) -> None:
+        super().attach_synthetic(pos, neg)
+        self.q_real = self.q_pos = self.q_neg = float("nan")  # estimates are per pool set: probe afresh
 
     def _probe(self, rng: np.random.Generator, n: int, gamma: float, actor_learning: bool) -> None:
         """Refresh the pool mean-Q estimates, and the entropy on real states once the actor learns
@@ -81,76 +172,70 @@ class PPLMixer:
         if actor_learning:
             self.pacer.observe(self.critic.entropy(probe))
         for attr, pool in (("q_pos", self.pos), ("q_neg", self.neg)):
-            q = float(self.critic.q_values(pool.nstep(rng, self.cfg.q_probe, n, gamma)).mean()) if self._pool_ready(pool) else float("nan")
+            q = float(self.critic.q_values(pool.nstep(rng, self.cfg.q_probe, n, gamma)).mean()) if _ready(pool) else float("nan")
             setattr(self, attr, q)
 
     def _estimates_cover_pools(self) -> bool:
         """Every ready pool (and the real data) has a finite mean-Q estimate."""
-        needed = [self.q_real] + [q for q, pool in ((self.q_pos, self.pos), (self.q_neg, self.neg)) if self._pool_ready(pool)]
+        needed = [self.q_real] + [q for q, pool in ((self.q_pos, self.pos), (self.q_neg, self.neg)) if _ready(pool)]
         return bool(np.isfinite(needed).all())
 
+    def _synthetic_share(self, rng, n, gamma, actor_learning) -> float:
+        if self.calls == 1 or self.calls % self.cfg.q_probe_every == 0 or (actor_learning and self.pacer.h0 is None):
+            self._probe(rng, n, gamma, actor_learning)
+        rho = self.pacer.rho if self._have_synthetic() else 0.0
+        self.lam = float("nan")
+        return rho
+
+    def _positives(self, n_syn, rng, n, gamma, actor_learning) -> int:
+        if not self._estimates_cover_pools():
+            self._probe(rng, n, gamma, actor_learning)  # a pool filled since the last probe
+        self.lam = self._lambda()
+        return int(round(self.lam * n_syn))
+
     def _lambda(self) -> float:
-        pos, neg = self._pool_ready(self.pos), self._pool_ready(self.neg)
+        pos, neg = _ready(self.pos), _ready(self.neg)
         if pos and not neg:
             return 1.0
         if neg and not pos:
             return 0.0
         return q_aware_lambda(self.q_real, self.q_pos, self.q_neg)
 
-    # -- batches --------------------------------------------------------------------------------
-    def sample(self, rng: np.random.Generator, batch: int, n: int = 1, gamma: float = 0.97, actor_learning: bool = True) -> Batch:
-        cfg = self.cfg
-        self.calls += 1
-        self._real_weights()
-        have_syn = self._pool_ready(self.pos) or self._pool_ready(self.neg)
-        if cfg.mode == "ppl" and (self.calls == 1 or self.calls % cfg.q_probe_every == 0 or (actor_learning and self.pacer.h0 is None)):
-            self._probe(rng, n, gamma, actor_learning)
-        rho = self.pacer.rho if have_syn else 0.0
-        n_syn = int(np.floor(rho * batch))
-        if cfg.mode == "ppl" and n_syn and not self._estimates_cover_pools():
-            self._probe(rng, n, gamma, actor_learning)  # a pool filled since the last probe
-        lam = self._lambda() if n_syn and cfg.mode == "ppl" else float("nan")
-        parts: list[tuple[str, Batch]] = []
-        if n_syn:
-            if cfg.mode == "naive":
-                n_pos = self._naive_split(n_syn)
-            else:
-                n_pos = int(round(lam * n_syn))
-            for name, pool, k in (("synthetic_pos", self.pos, n_pos), ("synthetic_neg", self.neg, n_syn - n_pos)):
-                if k:
-                    parts.append((name, pool.nstep(rng, k, n, gamma)))
-        real = self.real.sample(rng, batch - n_syn, n, gamma)
-        pieces = [(real["group"], real)]
-        pieces += [(np.full(len(b["action"]), name), b) for name, b in parts]
-        out = concat(pieces)
-        weights = np.ones(batch, np.float32)
-        syn = np.char.startswith(out["source"].astype(str), "synthetic")
-        if cfg.mode == "ppl" and syn.any():
+    def _weights(self, out: Batch, syn: np.ndarray) -> np.ndarray:
+        weights = super()._weights(out, syn)
+        if syn.any():
             q = self.critic.q_values({k: v[syn] for k, v in out.items()})
-            weights[syn] = zero_weights_breaking_bound(q, self.q_real, cfg.delta_q)
-        out["weights"] = weights
-        self.last = self._metrics(out, rho, lam)
-        return out
+            weights[syn] = zero_weights_breaking_bound(q, self.q_real, self.cfg.delta_q)
+        return weights
 
-    def _naive_split(self, n_syn: int) -> int:
-        """Naive mode ignores outcome: share by pool size, as uniform sampling of the group would."""
-        sizes = [s.num_transitions if self._pool_ready(s) else 0 for s in (self.pos, self.neg)]
-        return int(round(n_syn * sizes[0] / max(1, sum(sizes))))
-
-    def _metrics(self, out: Batch, rho: float, lam: float) -> dict[str, float]:
-        src = out["source"]
-        m = {f"batch/{k}": float((src == k).sum()) for k in ("demo", "intervention", "online", "synthetic_pos", "synthetic_neg")}
-        m["batch/synthetic_share"] = float(np.char.startswith(src.astype(str), "synthetic").mean())
-        m["batch/zero_weight"] = float((out["weights"] == 0).sum())
-        m.update({"ppl/rho": rho, "ppl/lambda": lam, "ppl/entropy": self.pacer.h_ema if self.pacer.h_ema is not None else float("nan"),
-                  "ppl/entropy_norm": self.pacer.normalised, "ppl/q_real": self.q_real, "ppl/q_pos": self.q_pos, "ppl/q_neg": self.q_neg})
-        return m
+    def _extra_metrics(self) -> dict[str, float]:
+        p = self.pacer
+        return {"ppl/lambda": self.lam, "ppl/entropy": p.h_ema if p.h_ema is not None else float("nan"),
+                "ppl/entropy_norm": p.normalised, "ppl/q_real": self.q_real, "ppl/q_pos": self.q_pos, "ppl/q_neg": self.q_neg}
 
     def state(self) -> dict:
-        return {"pacer": self.pacer.state(), "calls": self.calls}
+        return {**super().state(), "pacer": self.pacer.state()}
 
     def load_state(self, st: dict) -> None:
-        self.pacer.load_state(st["pacer"])
-        self.calls = int(st["calls"])
+        super().load_state(st)
+        if st.get("pacer"):
+            self.pacer.load_state(st["pacer"])
 
 
+_MIXERS: dict[str, type[RealDataMixer]] = {"off": RealDataMixer, "naive": NaiveMixer, "ppl": PPLMixer}
+
+
+def mixer_class(cfg: PPLConfig) -> type[RealDataMixer]:
+    """The mixer `cfg.mode` names; ask it (e.g. `.uses_synthetic`) instead of comparing the mode."""
+    return _MIXERS[cfg.mode]
+
+
+def make_mixer(cfg: PPLConfig, demo: GroupSampler, online: GroupSampler, interventions: GroupSampler | None = None,
+               critic: Critic | None = None, entropy_min: float | None = None) -> RealDataMixer:
+    cls = mixer_class(cfg)
+    if cls is PPLMixer:
+        if entropy_min is None and cfg.entropy_min is None:
+            raise ValueError("ppl mode needs entropy_min (the learner's target entropy) or ppl.entropy_min")
+        return PPLMixer(cfg, demo, online, critic, entropy_min if entropy_min is not None else cfg.entropy_min,
+                        interventions=interventions)
+    return cls(cfg, demo, online, interventions)

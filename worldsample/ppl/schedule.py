@@ -39,10 +39,6 @@ class EntropyPacer:
     @property
     def rho(self) -> float:
         c = self.cfg
-        if c.mode == "off":
-            return 0.0
-        if c.mode == "naive":
-            return c.naive_share
         h = self.normalised
         if c.pacing == "linear":
             return c.rho_max * (1.0 - h)

@@ -1,0 +1,124 @@
+"""The algorithm contract of the loop's learn step, in the spirit of LeRobot's `rl/algorithms/base.py`:
+the loop hands an algorithm an iterator of mixer batches and gets scalar statistics back. The
+update-to-data ratio, the reward the learner sees and the behaviour-cloning mask belong here, not
+to the loop, the mixer or a Ray actor.
+
+No Ray or torch here: `SACAlgorithm` drives an agent built elsewhere (`worldsample.learner.sac.SACAgent`).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Literal, Protocol
+
+import numpy as np
+
+from worldsample.store.sampler import Batch
+
+# rows whose action a human chose: the behaviour-cloning term applies to them
+BC_SOURCES = ("demo", "intervention")
+
+
+class MeanStats:
+    """Mean of per-update scalar dicts. A non-finite value counts as 0 in its update (a NaN
+    estimate in one update must not hide the values of the others)."""
+
+    def __init__(self) -> None:
+        self.count, self.sums = 0, {}
+
+    def add(self, stats: dict[str, float]) -> None:
+        self.count += 1
+        for k, v in stats.items():
+            if math.isfinite(v):
+                self.sums[k] = self.sums.get(k, 0.0) + v
+
+    def mean(self) -> dict[str, float]:
+        return {k: v / max(self.count, 1) for k, v in self.sums.items()}
+
+
+class Algorithm(ABC):
+    """What the loop needs from a learning rule."""
+
+    @property
+    @abstractmethod
+    def reward_key(self) -> str:
+        """The store's step key that the samplers sum as reward."""
+
+    @property
+    @abstractmethod
+    def updates(self) -> int:
+        """Gradient updates taken so far."""
+
+    @property
+    def actor_learning(self) -> bool:
+        """False while only the critics learn (warm-up); the mixer's pacing waits for the actor."""
+        return True
+
+    @abstractmethod
+    def updates_for(self, new_real_steps: int) -> int:
+        """Gradient updates to take for this many newly committed real steps (the update-to-data ratio)."""
+
+    @abstractmethod
+    def update(self, batches: Iterable[Batch]) -> dict[str, float]:
+        """One gradient update per batch; the mean of each statistic over the updates."""
+
+    def pretrain(self, obs: np.ndarray, actions: np.ndarray) -> dict[str, float]:
+        """Optional warm start from (observation, action) pairs; {} when the algorithm has none."""
+        return {}
+
+
+class SACAgentLike(Protocol):
+    cfg: object
+    updates: int
+
+    def update(self, batch: Batch) -> dict[str, float]: ...
+
+    def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int) -> dict[str, float]: ...
+
+
+class SACAlgorithm(Algorithm):
+    """SAC with HIL-SERL's choices: a sparse success reward (or the task's shaped one, scaled),
+    `utd` updates per real step, critic warm-up, and a behaviour-cloning term on the rows a human
+    drove (demos and interventions)."""
+
+    def __init__(self, agent: SACAgentLike, reward: Literal["success", "task"] = "success", reward_scale: float = 1.0):
+        self.agent, self.reward, self.reward_scale = agent, reward, reward_scale
+        self.cfg = agent.cfg
+
+    @property
+    def reward_key(self) -> str:
+        return "success" if self.reward == "success" else "reward"
+
+    @property
+    def updates(self) -> int:
+        return self.agent.updates
+
+    @property
+    def actor_learning(self) -> bool:
+        return self.agent.updates >= self.cfg.critic_warmup_updates
+
+    def updates_for(self, new_real_steps: int) -> int:
+        return new_real_steps * self.cfg.utd
+
+    def prepare(self, batch: Batch) -> Batch:
+        """The learner's view of a mixer batch: reward scale and the behaviour-cloning mask."""
+        if self.reward == "task":
+            batch["reward"] = batch["reward"] * self.reward_scale  # the store keeps the task's own reward
+        batch["bc_mask"] = np.isin(batch["source"], BC_SOURCES).astype(np.float32)
+        return batch
+
+    def update(self, batches: Iterable[Batch]) -> dict[str, float]:
+        # batches may be drawn lazily: each is sampled after the previous update (the mixer reads
+        # `actor_learning`, which an update can flip)
+        stats = MeanStats()
+        for batch in batches:
+            stats.add(self.agent.update(self.prepare(batch)))
+        return stats.mean()
+
+    def pretrain(self, obs: np.ndarray, actions: np.ndarray) -> dict[str, float]:
+        steps = self.cfg.bc_pretrain_steps
+        if not steps or not len(actions):
+            return {}
+        return self.agent.bc_pretrain(obs, actions, steps)

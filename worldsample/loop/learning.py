@@ -1,0 +1,114 @@
+"""The learn, export and pretrain steps' object: store samplers, the data mixer and the algorithm.
+
+Each learn step refreshes the samplers (new commits), attaches the synthetic pools once they exist
+(mixers that use them), draws `algorithm.updates_for(new real steps)` batches from the mixer and
+hands them to the algorithm. Ray and torch load on construction (RLlib's SAC learner).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from worldsample.learner.algorithm import MeanStats, SACAlgorithm
+from worldsample.loop.config import LoopConfig
+from worldsample.ppl.mixer import make_mixer
+from worldsample.store import EpisodeStore, GroupSampler
+
+SYNTHETIC = "synthetic"
+
+
+def learner_spaces(store: EpisodeStore, loop: LoopConfig) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+    """(observation sizes per learner key, action low, action high) from the demonstrations' schema."""
+    schema = store.schema("demo")
+    obs_dims = {k: int(np.prod(schema.keys[k].shape)) for k in loop.learner.obs_keys}
+    return obs_dims, -np.ones(schema.action_dim, np.float32), np.ones(schema.action_dim, np.float32)
+
+
+class Learning:
+    def __init__(self, run_dir: str | Path, loop: LoopConfig, obs_dims: dict[str, int], low: np.ndarray, high: np.ndarray):
+        import gymnasium as gym
+
+        from worldsample.learner.sac import SACAgent
+
+        self.run_dir, self.loop, self.obs_dims = Path(run_dir), loop, obs_dims
+        self.store = EpisodeStore(run_dir)
+        space = gym.spaces.Box(np.asarray(low), np.asarray(high), dtype=np.float32)
+        self.agent = SACAgent(loop.learner, sum(obs_dims.values()), space)
+        self.algorithm = SACAlgorithm(self.agent, loop.reward, loop.reward_scale)
+        self.rng = np.random.default_rng(loop.seed)
+        self.keys = [*obs_dims]
+        self.demo = self._sampler(self.store.reader("demo", keys=self.keys))
+        real = self.store.reader("real", keys=self.keys)
+        self.online = self._sampler(real)
+        self.interventions = self._sampler(real, step_key="intervention")
+        self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
+                                entropy_min=self.agent.target_entropy)
+        self._synthetic_reader = None
+
+    def _sampler(self, reader, **kw) -> GroupSampler:
+        return GroupSampler(reader, obs_keys=self.keys, reward_key=self.algorithm.reward_key, **kw)
+
+    def _attach_synthetic(self) -> None:
+        """The success and failure pools of the synthetic group, once it exists and the mixer uses it."""
+        if not self.mixer.uses_synthetic or self._synthetic_reader is not None or SYNTHETIC not in self.store.groups:
+            return
+        self._synthetic_reader = self.store.reader(SYNTHETIC, keys=self.keys)
+        self.mixer.attach_synthetic(self._sampler(self._synthetic_reader, where=lambda r: r.success),
+                                    self._sampler(self._synthetic_reader, where=lambda r: not r.success))
+
+    def learn(self, new_real_steps: int) -> dict[str, float]:
+        """`algorithm.updates_for(new_real_steps)` updates; the mean of the learner's and the mixer's metrics."""
+        for s in (self.demo, self.online):
+            s.refresh()
+        self._attach_synthetic()
+        if self._synthetic_reader is not None:
+            self._synthetic_reader.refresh()
+        if self.demo.num_transitions + self.online.num_transitions < self.loop.min_real_for_learning:
+            return {}
+        mixed = MeanStats()
+        cfg = self.loop.learner
+
+        def batches(n: int):
+            for _ in range(n):
+                batch = self.mixer.sample(self.rng, cfg.batch_size, cfg.n_step, cfg.gamma,
+                                          actor_learning=self.algorithm.actor_learning)
+                mixed.add(self.mixer.last)
+                yield batch
+
+        stats = {**self.algorithm.update(batches(self.algorithm.updates_for(new_real_steps))), **mixed.mean()}
+        stats["learner/updates"] = float(self.algorithm.updates)
+        return stats
+
+    def pretrain(self) -> dict[str, float]:
+        """The algorithm's warm start on every demo transition (behaviour cloning for SAC)."""
+        from worldsample.learner.sac import flatten_obs
+
+        self.demo.refresh()
+        if not self.loop.learner.bc_pretrain_steps or not self.demo.num_transitions:
+            return {}
+        reader = self.demo.reader
+        eps = [reader.episode(e) for e in range(reader.num_episodes)]
+        obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
+        actions = np.concatenate([ep["action"] for ep in eps])
+        losses = self.algorithm.pretrain(obs, actions)
+        return {**{f"pretrain/{k}": v for k, v in losses.items()},
+                "pretrain/bc_steps": float(self.loop.learner.bc_pretrain_steps), "pretrain/transitions": float(len(actions))}
+
+    def export(self, source: dict) -> int:
+        """Publish the actor to the policy registry; its version."""
+        from worldsample.learner.export import export_actor
+
+        return export_actor(self.agent, self.run_dir, self.obs_dims, source={**source, "updates": self.agent.updates})
+
+    def state(self) -> dict:
+        return {"learner": self.agent.group.get_state(), "mixer": self.mixer.state(),
+                "updates": self.agent.updates, "rng": self.rng.bit_generator.state}
+
+    def load_state(self, st: dict) -> None:
+        self.agent.group.set_state(st["learner"])
+        self.agent.updates = int(st["updates"])
+        self.rng.bit_generator.state = st["rng"]
+        if st.get("mixer"):
+            self.mixer.load_state(st["mixer"])

@@ -1,0 +1,299 @@
+"""The real-synthetic loop: a round is a sequence of named steps, and a schedule says which.
+
+    collect              lock-step only: one real episode from the collector (the simulated arm)
+    observe              see what the store committed since the last round; no new step, no round
+    refresh_world_model  continual post-training of the world model, every `wm_every_episodes`
+    synthesise           counterfactual branches off real states, every `synth_every_episodes`
+    learn                the algorithm's updates on mixer batches for the new real steps
+    export               the actor to the policy registry, every `export_every_episodes`
+    evaluate             success on held-out initial states, every `eval_every_episodes`
+    log                  one row of metrics per round
+    checkpoint           learner, mixer and synthesis state, every `checkpoint_every_episodes`
+
+LOCKSTEP (`loop.robot=sim`) collects itself and waits for world-model training and synthesis inside
+the round: reproducible per seed. ASYNC (`loop.robot=bridge`) learns from what the bridge commits on
+the robot's clock and runs world-model training and synthesis beside the learner, picking up their
+results when ready. Cadences count committed episodes in both. The parts are called through
+`worldsample.loop.calls` and may be Ray actors (services/trainer) or in-process objects (tests).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from worldsample.errors import RunDirectoryError
+from worldsample.loop.calls import Job, Part, get
+from worldsample.loop.checkpoint import load_checkpoint, save_checkpoint
+from worldsample.loop.config import LoopConfig
+from worldsample.loop.summary import TrainSummary
+from worldsample.paths import RunFiles
+from worldsample.runlog import ControlChannel, EventLog, MetricsWriter
+from worldsample.store import EpisodeStore
+
+ROUND = ("collect", "observe", "refresh_world_model", "synthesise", "learn", "export", "evaluate", "log", "checkpoint")
+EVAL_SEED0 = 10_000  # held-out initial states: far from the seeds that training episodes use
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str
+    steps: tuple[str, ...]
+    wait_background: bool  # world-model training and synthesis finish inside the round
+
+    @property
+    def collects(self) -> bool:
+        return "collect" in self.steps
+
+
+LOCKSTEP = Schedule("lockstep", ROUND, wait_background=True)
+ASYNC = Schedule("async", tuple(s for s in ROUND if s != "collect"), wait_background=False)
+
+
+def schedule_for(loop: LoopConfig) -> Schedule:
+    return LOCKSTEP if loop.robot == "sim" else ASYNC
+
+
+@dataclass
+class Parts:
+    learner: Part
+    collector: Part | None = None  # lock-step: steps the arm and commits one episode per call
+    evaluator: Part | None = None
+    world_model: Part | None = None
+    synth: Part | None = None
+
+
+@dataclass
+class _Round:
+    index: int
+    row: dict = field(default_factory=dict)
+    new_steps: int = 0
+    episodes_before: int = 0
+    episodes_now: int = 0
+
+
+class _Metrics:
+    """metrics.jsonl, mirrored to TensorBoard scalars when asked."""
+
+    def __init__(self, run_dir: Path, tensorboard: bool):
+        self.jsonl = MetricsWriter(run_dir)
+        self.tb = None
+        if tensorboard:
+            from worldsample.runlog.tensorboard import TensorBoardScalars
+
+            self.tb = TensorBoardScalars(run_dir)
+
+    def log(self, step: int, row: dict) -> None:
+        self.jsonl.log(step, row)
+        if self.tb is not None:
+            self.tb.log(step, row)
+
+    def close(self) -> None:
+        self.jsonl.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+def check_run_dir(run_dir: Path, resume: bool) -> EpisodeStore:
+    """The run's store, after checking the run can be trained (demos present; a trainer only on resume)."""
+    if RunFiles.of(run_dir).trainer.exists() and not resume:
+        raise RunDirectoryError(f"{run_dir} already has a trainer; pass --resume to continue it, or use a new run directory")
+    store = EpisodeStore(run_dir)
+    if "demo" not in store.groups:
+        raise RunDirectoryError(f"{run_dir} has no demonstrations; run `worldsample demos collect --out {run_dir}` first")
+    return store
+
+
+def wait_for_robot(store: EpisodeStore, collector: Part | None, loop: LoopConfig, poll_s: float = 0.5) -> None:
+    """Lock-step: the collector is constructed (it creates the `real` group). With the bridge, the
+    recorder owns the `real` group (its schema comes from the robot profile): wait until it exists."""
+    if collector is not None:
+        get(collector, "ready")
+        return
+    deadline = time.monotonic() + loop.bridge_wait_s
+    while "real" not in store.groups:
+        if time.monotonic() > deadline:
+            raise RunDirectoryError(f"no `real` group in {store.root} after {loop.bridge_wait_s:.0f} s: is "
+                                    "`worldsample bridge --run` running on this run directory?")
+        time.sleep(poll_s)
+
+
+def _wm_scalars(report: dict) -> dict[str, float]:
+    return {f"wm_eval/h{h}/{name}": v for h, row in report["horizons"].items() for name, v in row.items()}
+
+
+class Loop:
+    def __init__(self, run_dir: Path, loop: LoopConfig, parts: Parts, schedule: Schedule, resume: bool = False,
+                 on_round: Callable[[dict], None] | None = None, idle_s: float = 1.0):
+        self.run_dir, self.cfg, self.parts, self.schedule = Path(run_dir), loop, parts, schedule
+        self.resume, self.on_round, self.idle_s = resume, on_round, idle_s
+        self.ckpt_root = RunFiles.of(run_dir).trainer
+        self.real = EpisodeStore(run_dir).reader("real", cache=False)
+        self.metrics = _Metrics(self.run_dir, loop.tensorboard)
+        self.events, self.control = EventLog(self.run_dir, source="trainer"), ControlChannel(self.run_dir)
+        self.summary = TrainSummary()
+        self.wm_job, self.synth_job = Job(schedule.wait_background), Job(schedule.wait_background)
+        self.paused = False
+        self.seen_steps = 0
+        self.next_round = 0
+        self.start_episodes = self.episodes_now = 0
+        self.round = _Round(0)
+
+    # -- the whole run --------------------------------------------------------------------------
+    def run(self) -> TrainSummary:
+        t0 = time.perf_counter()
+        try:
+            self.start()
+            while self.seen_steps < self.cfg.real_steps:
+                if self.follow_control():
+                    time.sleep(0.5)
+                    continue
+                self.run_round()
+            self.finish()
+        finally:
+            self.metrics.close()
+            self.events.close()
+        self.summary.seconds = time.perf_counter() - t0
+        return self.summary
+
+    def run_round(self) -> bool:
+        """The schedule's steps in order; False when the round ended early (nothing new committed)."""
+        self.round = _Round(self.next_round)
+        if not all(getattr(self, step)() is not False for step in self.schedule.steps):
+            return False
+        if self.on_round:
+            self.on_round(self.round.row)
+        self.next_round += 1
+        return True
+
+    def start(self) -> None:
+        """Resume from the latest checkpoint or warm-start the learner; then the first evaluation."""
+        learner, synth = self.parts.learner, self.parts.synth
+        restored = load_checkpoint(self.ckpt_root) if self.resume else None
+        if restored:
+            parts, meta = restored
+            get(learner, "load_state", parts["learner"])
+            if synth is not None and "synth" in parts:
+                get(synth, "load_state", parts["synth"])
+            self.next_round = int(meta["round"]) + 1
+            self.events.emit("resume", f"resumed at round {self.next_round}", round=self.next_round)
+        else:
+            pre = get(learner, "pretrain")
+            if pre:
+                get(learner, "export", {"round": -1, "real_steps": 0, "pretrain": True})
+                self.metrics.log(0, pre)
+                self.events.emit("pretrain", f"behaviour cloning on {int(pre['pretrain/transitions'])} demo transitions, "
+                                             f"action error {pre['pretrain/bc_mse']:.3f}")
+        self.real.refresh()
+        self.seen_steps = self.real.num_steps  # the store is the truth: episodes committed after the checkpoint count once
+        if self._evaluates():
+            self.summary.success_before = self._evaluation()
+            self.metrics.log(self.seen_steps, {"eval/success_rate": self.summary.success_before})
+        self.start_episodes = self.episodes_now = self.real.num_episodes
+
+    def finish(self) -> None:
+        """Collect background work, final checkpoint and export, final evaluation, world-model fidelity."""
+        learner, synth, s = self.parts.learner, self.parts.synth, self.summary
+        for job in (self.wm_job, self.synth_job):
+            s.wm_versions = int(job.finish().get("wm/version", s.wm_versions))
+        learner_state = get(learner, "state")
+        parts = {"learner": learner_state, **({"synth": get(synth, "state")} if synth is not None else {})}
+        self._save(parts, round_=self.next_round - 1, step=self.next_round)
+        get(learner, "export", {"round": self.next_round, "real_steps": self.seen_steps, "final": True})
+        if self._evaluates():
+            s.success_after = self._evaluation()
+            self.metrics.log(self.seen_steps, {"eval/success_rate": s.success_after})
+        if self.parts.evaluator is not None:
+            get(self.parts.evaluator, "close")
+        if self.parts.world_model is not None and self.cfg.wm_eval_horizons:
+            s.wm_eval = get(self.parts.world_model, "evaluate", self.cfg.wm_eval_horizons)
+            if s.wm_eval:
+                self.metrics.log(self.seen_steps, _wm_scalars(s.wm_eval))
+        s.real_steps, s.episodes, s.updates = self.seen_steps, self.real.num_episodes, int(learner_state["updates"])
+        self.events.emit("done", f"trained on {self.seen_steps} real steps")
+
+    # -- operator requests ------------------------------------------------------------------------
+    def follow_control(self) -> bool:
+        """Apply pause / resume / e-stop requests; True while paused."""
+        for cmd in self.control.poll("trainer"):
+            if cmd.kind.value in ("pause", "resume", "estop"):
+                self.paused = cmd.kind.value != "resume"
+                self.events.emit(cmd.kind.value, f"training {'paused' if self.paused else 'resumed'} by request")
+                self.control.ack("trainer", cmd)
+            else:
+                self.control.ack("trainer", cmd, result="ignored", note="the trainer does not relabel committed episodes")
+        return self.paused
+
+    # -- the steps of a round -----------------------------------------------------------------------
+    def collect(self) -> None:
+        ep = get(self.parts.collector, "episode", self.cfg.seed + self.round.index)
+        self.round.row.update({f"episode/{k}": float(v) for k, v in ep.items() if v is not None})
+
+    def observe(self) -> bool:
+        self.real.refresh()
+        new, self.seen_steps = self.real.num_steps - self.seen_steps, self.real.num_steps
+        if new <= 0:
+            time.sleep(self.idle_s)
+            return False
+        self.round.new_steps = new
+        # cadences count committed episodes (one per round in lock-step, any number with the bridge)
+        self.round.episodes_before, self.episodes_now = self.episodes_now, self.real.num_episodes
+        self.round.episodes_now = self.episodes_now
+        return True
+
+    def refresh_world_model(self) -> None:
+        if self.parts.world_model is not None and self._due(self.cfg.wm_every_episodes):
+            self.wm_job.start(lambda: self.parts.world_model.call("train"))
+        self.round.row.update(self.wm_job.poll())
+
+    def synthesise(self) -> None:
+        if self.parts.synth is not None and self._due(self.cfg.synth_every_episodes):
+            self.synth_job.start(lambda: self.parts.synth.call("generate"))
+        self.round.row.update(self.synth_job.poll())
+
+    def learn(self) -> None:
+        self.round.row.update(get(self.parts.learner, "learn", self.round.new_steps))
+
+    def export(self) -> None:
+        if self._due(self.cfg.export_every_episodes):
+            source = {"round": self.round.index, "real_steps": self.seen_steps}
+            self.round.row["policy/version"] = float(get(self.parts.learner, "export", source))
+
+    def evaluate(self) -> None:
+        if self._evaluates() and self._due(self.cfg.eval_every_episodes, first=False):
+            self.round.row["eval/success_rate"] = self._evaluation()
+
+    def log(self) -> None:
+        row = self.round.row
+        row["real_steps"] = float(self.seen_steps)
+        self.metrics.log(self.seen_steps, row)
+        self.summary.synthetic_share = row.get("batch/synthetic_share", self.summary.synthetic_share)
+        self.summary.wm_versions = int(row.get("wm/version", self.summary.wm_versions))
+
+    def checkpoint(self) -> None:
+        if self._due(self.cfg.checkpoint_every_episodes):
+            parts = {"learner": get(self.parts.learner, "state")}
+            if self.parts.synth is not None:
+                parts["synth"] = get(self.parts.synth, "state")
+            self._save(parts, round_=self.round.index, step=self.round.index)
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _due(self, every: int, first: bool = True) -> bool:
+        """Due in this round: a multiple of `every` committed episodes was crossed (or, with
+        `first`, this is the first round of the run)."""
+        r = self.round
+        return (first and r.episodes_before == self.start_episodes) or r.episodes_now // every > r.episodes_before // every
+
+    def _evaluates(self) -> bool:
+        return self.parts.evaluator is not None and self.cfg.eval_episodes > 0
+
+    def _evaluation(self) -> float:
+        ev = get(self.parts.evaluator, "evaluate", self.cfg.eval_episodes, EVAL_SEED0)
+        self.summary.evals.append((self.seen_steps, ev["success_rate"], ev["policy_version"]))
+        return ev["success_rate"]
+
+    def _save(self, parts: dict, round_: int, step: int) -> None:
+        meta = {"round": round_, "real_steps": self.seen_steps, "real_episodes": self.real.num_episodes}
+        save_checkpoint(self.ckpt_root, step, parts, meta)

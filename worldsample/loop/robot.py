@@ -1,0 +1,110 @@
+"""The robot side of a lock-step loop, on the simulated arm: no bridge, no DDS.
+
+Evaluator     success of the latest exported policy, deterministic, on held-out initial states;
+              nothing is recorded (with the bridge on the simulated arm this is the trainer's own copy
+              of the sim; on a physical arm set loop.eval_episodes=0);
+SimCollector  an Evaluator that also steps the arm with the exploring policy (and the simulated
+              human, when interventions are on) and commits one episode per call into `real`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from worldsample.loop.config import LoopConfig
+from worldsample.paths import RunFiles
+from worldsample.sim.config import InterventionConfig, SimArmConfig
+from worldsample.store import EpisodeStore, GroupSchema
+from worldsample.versioned import VersionedDir, VersionWatcher
+
+
+class Evaluator:
+    def __init__(self, run_dir: str | Path, env_cfg: SimArmConfig, loop: LoopConfig):
+        from worldsample.sim import make_env
+
+        self.run_dir, self.loop = Path(run_dir), loop
+        # the policy sees vectors only: evaluating needs no camera renders (about 60 ms a frame on CPU)
+        self.eval_env = make_env(env_cfg.model_copy(update={"cameras": []}))
+        self.rng = np.random.default_rng(loop.seed)
+        self.policy, self.version = None, None
+        self._policies = VersionWatcher(VersionedDir(RunFiles.of(run_dir).policies))
+
+    def ready(self) -> bool:
+        """Constructed: the loop waits for this before other parts open the store."""
+        return True
+
+    def _refresh_policy(self) -> None:
+        """Swap to the newest exported policy, only between episodes."""
+        from worldsample.policy import load_actor
+
+        version = self._policies.poll()
+        if version is not None:
+            self.policy, self.version = load_actor(self.run_dir, version), version
+            self._policies.accept(version)
+
+    def _action(self, obs, explore: bool) -> np.ndarray:
+        if self.policy is None:
+            return self.eval_env.action_space.sample().astype(np.float32)
+        return self.policy.act(obs, explore=explore and self.loop.explore, rng=self.rng)
+
+    def evaluate(self, episodes: int, seed0: int) -> dict:
+        self._refresh_policy()
+        wins, steps = 0, 0
+        for i in range(episodes):
+            obs, _ = self.eval_env.reset(seed=seed0 + i)
+            while True:
+                obs, _, terminated, truncated, info = self.eval_env.step(self._action(obs, explore=False))
+                steps += 1
+                if info["success"]:
+                    wins += 1
+                    break
+                if terminated or truncated:
+                    break
+        n = max(episodes, 1)
+        return {"success_rate": wins / n, "episodes": episodes, "policy_version": self.version, "mean_length": steps / n}
+
+    def close(self) -> None:
+        self.eval_env.close()
+
+
+class SimCollector(Evaluator):
+    """Steps the simulated arm in lock-step with the loop and records into the `real` group."""
+
+    def __init__(self, run_dir: str | Path, env_cfg: SimArmConfig, loop: LoopConfig, intervention: InterventionConfig):
+        from worldsample.sim import InterventionExpert, make_env
+
+        super().__init__(run_dir, env_cfg, loop)
+        self.env = make_env(env_cfg)
+        self.store = EpisodeStore(run_dir, create=True)
+        self.store.ensure_group("real", GroupSchema.from_spaces(self.env.observation_space, self.env.action_space))
+        self.writer = self.store.writer("real")  # held for the collector's life: one writer per group
+        self.expert = InterventionExpert(self.env, intervention, seed=loop.seed) if loop.interventions else None
+
+    def episode(self, seed: int) -> dict:
+        self._refresh_policy()
+        obs, _ = self.env.reset(seed=seed)
+        if self.expert:
+            self.expert.reset()
+        ep = self.writer.begin_episode()
+        while True:
+            action = self._action(obs, explore=True)
+            intervened = False
+            if self.expert:
+                action, intervened = self.expert.filter(action)
+            nobs, reward, terminated, truncated, info = self.env.step(action)
+            ep.add_step({**obs, "action": action, "reward": np.float32(reward), "done": bool(terminated),
+                         "intervention": intervened, "success": bool(info["success"])})
+            obs = nobs
+            if terminated or truncated:
+                break
+        rec = ep.commit(policy_version=self.version, domain="real", domain_info=self.env.unwrapped.domain_info(),
+                        extra={"seed": seed})
+        return {"episode": rec.episode, "length": rec.length, "success": rec.success, "return": rec.episode_return,
+                "interventions": rec.interventions, "policy_version": self.version}
+
+    def close(self) -> None:
+        self.writer.close()
+        self.env.close()
+        super().close()

@@ -1,0 +1,55 @@
+"""The synthesise step's object: counterfactual branches from the latest world model into the
+store's `synthetic` group, at most `synth.ratio` synthetic steps per real step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from worldsample.loop.config import LoopConfig
+from worldsample.paths import RunFiles
+from worldsample.store import EpisodeStore
+from worldsample.versioned import VersionedDir, VersionWatcher
+
+
+class Synthesis:
+    def __init__(self, run_dir: str | Path, loop: LoopConfig, low: np.ndarray, high: np.ndarray):
+        self.run_dir, self.loop = Path(run_dir), loop
+        self.low, self.high = low, high
+        self.wm_versions = VersionedDir(RunFiles.of(run_dir).world_model)
+        self.models = VersionWatcher(self.wm_versions)
+        self.synth = None
+        self.steps_written = 0
+
+    @property
+    def version(self) -> int | None:
+        return self.models.seen
+
+    def generate(self) -> dict[str, float]:
+        from worldsample.synth.synthesiser import Synthesiser
+        from worldsample.world_model import Imaginer, checkpoint
+
+        latest = self.models.poll()
+        if latest is not None:
+            model, _ = checkpoint.load(self.wm_versions.path(latest))
+            self.synth = Synthesiser(EpisodeStore(self.run_dir), Imaginer(model), self.loop.synth, self.low, self.high)
+            self.models.accept(latest)
+        if self.synth is None:
+            return {}
+        budget = self.loop.synth.ratio * self.synth.real_steps() - self.steps_written
+        n = min(self.loop.synth_branches, int(budget // max(self.loop.synth.horizon, 1)))
+        if n <= 0:
+            return {"synth/rate_limited": 1.0}
+        st = self.synth.generate(n, wm_version=self.version)
+        self.steps_written += st.steps
+        out = {"synth/branches": float(st.branches), "synth/written": float(st.written), "synth/steps": float(st.steps),
+               "synth/successes": float(st.successes)}
+        out.update({f"synth/dropped_{k}": float(v) for k, v in st.dropped.items()})
+        return out
+
+    def state(self) -> dict:
+        return {"steps_written": self.steps_written}
+
+    def load_state(self, st: dict) -> None:
+        self.steps_written = int(st["steps_written"])

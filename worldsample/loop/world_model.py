@@ -1,0 +1,53 @@
+"""The refresh-world-model step's object: continual post-training of the run's world model, and its
+fidelity on held-out real episodes for the run summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from worldsample.loop.config import LoopConfig
+from worldsample.paths import RunFiles
+from worldsample.store import EpisodeStore
+from worldsample.versioned import VersionedDir
+
+
+class WorldModelRounds:
+    def __init__(self, run_dir: str | Path, loop: LoopConfig):
+        self.run_dir, self.loop = Path(run_dir), loop
+        self.versions = VersionedDir(RunFiles.of(run_dir).world_model)
+        self.rounds = 0
+
+    def train(self) -> dict[str, float]:
+        """One round: from scratch on the demos the first time, then continual on demo + real."""
+        from worldsample.world_model.modes import fit_to_store, train_run
+
+        store = EpisodeStore(self.run_dir)
+        # an empty image_keys in the loop's config means a state-only model, cameras or not
+        cfg = fit_to_store(self.loop.world_model, store, "demo", images=bool(self.loop.world_model.image_keys))
+        mode = "loop" if self.versions.latest() is not None else "demo"
+        train_run(self.run_dir, cfg, mode)
+        self.rounds += 1
+        return {"wm/version": float(self.versions.latest()), "wm/rounds": float(self.rounds),
+                "wm/mode_loop": float(mode == "loop")}
+
+    def evaluate(self, horizons: list[int]) -> dict:
+        """Fidelity of the latest model on held-out real episodes: PSNR per horizon with images,
+        else the RMSE of the predicted state (each with copying the last observation as baseline)."""
+        from worldsample.world_model import checkpoint
+        from worldsample.world_model.data import WindowSource
+        from worldsample.world_model.errors import NotEnoughDataError
+        from worldsample.world_model.evaluate import evaluate, evaluate_vectors
+        from worldsample.world_model.train import cache_keys
+
+        if self.versions.latest() is None:
+            return {}
+        model, doc = checkpoint.load(self.versions.root)
+        store = EpisodeStore(self.run_dir)
+        for g in [g for g in ("real", "demo") if g in store.groups]:  # prefer the robot's own held-out episodes
+            try:
+                source = WindowSource(store, {g: 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every, split="heldout")
+                fn = evaluate if model.cfg.image_keys else evaluate_vectors
+                return {"version": doc["version"], "group": g, **fn(model, source, horizons)}
+            except NotEnoughDataError:
+                continue
+        return {}
