@@ -129,17 +129,26 @@ def report(rate: float, r: dict) -> Table:
     for key, topic in topics.items():
         tb = b["topics"][key]
         pub = s["published"].get(topic, 0)
-        t.add_row(f"{key}: published / received / dropped", f"{pub} / {tb['received']} / {pub - tb['received']}", "0 dropped")
-        t.add_row(f"{key}: transport p50 / p99 ms", f"{tb['transport_ms']['p50']:.2f} / {tb['transport_ms']['p99']:.2f}", "")
+        t.add_row(
+            f"{key}: published / received / dropped", f"{pub} / {tb['received']} / {pub - tb['received']}", "0 dropped"
+        )
+        transport = tb["transport_ms"]
+        t.add_row(f"{key}: transport p50 / p99 ms", f"{transport['p50']:.2f} / {transport['p99']:.2f}", "")
         t.add_row(f"{key}: bridge CPU (decode+check)", f"{100 * tb['cpu_s'] / secs:.1f} % of a core", "")
     o, h = b["obs_to_store_ms"], b["handoff_to_store_ms"]
-    t.add_row("obs receive -> store p50 / p99 ms", f"{o['p50']:.1f} / {o['p99']:.1f}", f"(>= 1 period = {1e3 / rate:.0f} ms)")
+    t.add_row(
+        "obs receive -> store p50 / p99 ms", f"{o['p50']:.1f} / {o['p99']:.1f}", f"(>= 1 period = {1e3 / rate:.0f} ms)"
+    )
     t.add_row("loop hand-off -> store p50 / p99 ms", f"{h['p50']:.2f} / {h['p99']:.2f}", "p99 < 20")
     j = b["period_jitter_ms"]
     t.add_row("control period jitter p50 / p99 ms", f"{j['p50']:.3f} / {j['p99']:.3f}", "p99 < 2")
     t.add_row("control overruns", str(b["overruns"]), "0")
     t.add_row("recorder backlog, most steps waiting", str(b["recorder_backlog_max"]), "small")
-    t.add_row("CPU bridge process / sim process", f"{100 * r['bridge_cpu_s'] / secs:.0f} % / {100 * r['sim_cpu_s'] / secs:.0f} %", "")
+    t.add_row(
+        "CPU bridge process / sim process",
+        f"{100 * r['bridge_cpu_s'] / secs:.0f} % / {100 * r['sim_cpu_s'] / secs:.0f} %",
+        "",
+    )
     return t
 
 

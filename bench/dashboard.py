@@ -301,7 +301,8 @@ def main() -> None:
         t = time.perf_counter()
         run = make_run(Path(tmp) / "run", episodes=args.episodes, length=args.length, size=args.size, metric_rows=2000)
         print(
-            f"run: {2 * args.episodes} episodes x ~{args.length} steps, cameras {CAMERAS} at {args.size}x{args.size} ({time.perf_counter() - t:.1f} s to write)"
+            f"run: {2 * args.episodes} episodes x ~{args.length} steps, cameras {CAMERAS} at {args.size}x{args.size} "
+            f"({time.perf_counter() - t:.1f} s to write)"
         )
         episodes = [
             (g, i, args.length + (i if g == "real" else 0)) for g in ("demo", "real") for i in range(args.episodes)
@@ -321,16 +322,19 @@ def main() -> None:
         dash_cpu = (cpu_seconds(server.pid) - cpu0) / sat["wall"]
         n = len(sat["lat"]["frame"]) + len(sat["lat"]["episode"])
         print(
-            f"\n1. saturation: {args.clients} closed-loop clients for {sat['wall']:.1f} s (dashboard nice {args.nice}, clients nice {args.client_nice})"
+            f"\n1. saturation: {args.clients} closed-loop clients for {sat['wall']:.1f} s "
+            f"(dashboard nice {args.nice}, clients nice {args.client_nice})"
         )
         print(
-            f"   {n} requests, {n / sat['wall']:.0f} req/s, {sat['bytes'] / sat['wall'] / 2**20:.1f} MiB/s, {sat['errors']} errors"
+            f"   {n} requests, {n / sat['wall']:.0f} req/s, {sat['bytes'] / sat['wall'] / 2**20:.1f} MiB/s, "
+            f"{sat['errors']} errors"
         )
         print(f"   CPU: dashboard {dash_cpu:.2f} cores, load generator {sat['client_cpu']:.2f} cores")
         for kind in ("frame", "episode"):
             xs = sat["lat"][kind]
             print(
-                f"   {kind:8s} n={len(xs):6d}  p50 {pct(xs, 50):6.1f} ms  p99 {pct(xs, 99):6.1f} ms  (target p99 < 50 ms)"
+                f"   {kind:8s} n={len(xs):6d}  p50 {pct(xs, 50):6.1f} ms  p99 {pct(xs, 99):6.1f} ms  "
+                "(target p99 < 50 ms)"
             )
         cpu0 = cpu_seconds(server.pid)
         paced = in_process(
@@ -347,13 +351,16 @@ def main() -> None:
         dash_cpu = (cpu_seconds(server.pid) - cpu0) / paced["wall"]
         n = len(paced["lat"]["frame"]) + len(paced["lat"]["episode"])
         print(
-            f"\n   paced: {args.clients} clients at {args.viewer_fps:.0f} requests/s each (a per-frame player at {args.viewer_fps:.0f} fps): {n / paced['wall']:.0f} req/s, {paced['errors']} errors"
+            f"\n   paced: {args.clients} clients at {args.viewer_fps:.0f} requests/s each "
+            f"(a per-frame player at {args.viewer_fps:.0f} fps): "
+            f"{n / paced['wall']:.0f} req/s, {paced['errors']} errors"
         )
         print(f"   CPU: dashboard {dash_cpu:.2f} cores, load generator {paced['client_cpu']:.2f} cores")
         for kind in ("frame", "episode"):
             xs = paced["lat"][kind]
             print(
-                f"   {kind:8s} n={len(xs):6d}  p50 {pct(xs, 50):6.1f} ms  p99 {pct(xs, 99):6.1f} ms  (target p99 < 50 ms)"
+                f"   {kind:8s} n={len(xs):6d}  p50 {pct(xs, 50):6.1f} ms  p99 {pct(xs, 99):6.1f} ms  "
+                "(target p99 < 50 ms)"
             )
 
         # 2. training alone vs with viewers, alternated; then vs the saturation load
@@ -403,13 +410,16 @@ def main() -> None:
     saturated, saturated_cpu = saturated
     per_viewer = frames / (args.rounds * (args.window + 1.0)) / args.clients
     print(
-        f"\n2. training loop (store sampling of image transitions + torch MLP, batch 256, 1 thread), {args.rounds} alternated {args.window:.0f} s windows"
+        "\n2. training loop (store sampling of image transitions + torch MLP, batch 256, 1 thread), "
+        f"{args.rounds} alternated {args.window:.0f} s windows"
     )
     print(
-        f"   alone:                 {a:7.1f} steps/s   windows {', '.join(f'{x[0]:.1f}' for x in alone)}   {a_cpu:.1f} steps per trainer CPU-second"
+        f"   alone:                 {a:7.1f} steps/s   windows {', '.join(f'{x[0]:.1f}' for x in alone)}   "
+        f"{a_cpu:.1f} steps per trainer CPU-second"
     )
     print(
-        f"   with {args.clients} open pages:   {w:7.1f} steps/s   windows {', '.join(f'{x[0]:.1f}' for x in watched)}   {w_cpu:.1f} steps per trainer CPU-second"
+        f"   with {args.clients} open pages:   {w:7.1f} steps/s   "
+        f"windows {', '.join(f'{x[0]:.1f}' for x in watched)}   {w_cpu:.1f} steps per trainer CPU-second"
     )
     how = (
         f"an MJPEG stream at {args.viewer_fps:.0f} fps ({per_viewer:.1f} frames/s received per viewer)"
@@ -418,18 +428,21 @@ def main() -> None:
     )
     print(f"      (each page: live updates; per episode opened: metadata + steps + 2 contact sheets, {how};")
     print(
-        f"       {events} live events received; request p50 {pct(watch_lat, 50):.1f} ms, p99 {pct(watch_lat, 99):.1f} ms;"
+        f"       {events} live events received; "
+        f"request p50 {pct(watch_lat, 50):.1f} ms, p99 {pct(watch_lat, 99):.1f} ms;"
     )
     print(f"       CPU: dashboard {np.mean(watch_cpu):.2f} cores, load generator {np.mean(client_cpu):.2f} cores)")
     print(f"   under saturation:      {saturated:7.1f} steps/s   {saturated_cpu:.1f} steps per trainer CPU-second")
     print(
-        f"   RATIO with {args.clients} open pages / alone: {w / a:.3f}  (slowdown {100 * (1 - w / a):+.1f}%, target < 5%; median of paired windows {np.median(pairs):.3f})"
+        f"   RATIO with {args.clients} open pages / alone: {w / a:.3f}  "
+        f"(slowdown {100 * (1 - w / a):+.1f}%, target < 5%; median of paired windows {np.median(pairs):.3f})"
     )
     print(f"   per trainer CPU-second (interference only, not scheduling): {w_cpu / a_cpu:.3f}")
     print(f"   ratio under saturation / alone:   {saturated / a:.3f}  (slowdown {100 * (1 - saturated / a):+.1f}%)")
     where = "its own session" if not args.same_session else "the training loop's session"
     print(
-        f"dashboard in {where}; machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} (other jobs share it)"
+        f"dashboard in {where}; machine: {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.2f} (other jobs share it)"
     )
 
 

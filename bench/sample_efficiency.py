@@ -42,7 +42,9 @@ def log(msg: str) -> None:
 def worldsample(*args: str, log_path: Path) -> None:
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     with open(log_path, "w") as out:
-        rc = subprocess.call([sys.executable, "-m", "services.cli.main", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        rc = subprocess.call(
+            [sys.executable, "-m", "services.cli.main", *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+        )
     if rc != 0:
         raise SystemExit(f"`worldsample {' '.join(args[:2])} ...` failed (exit {rc}); see {log_path}")
 
@@ -94,10 +96,13 @@ def plot(results: dict, threshold: float, path: Path) -> None:
 
 def summarise(results: dict, threshold: float, budget: int, seconds: dict) -> tuple[Table, list[str]]:
     table = Table(title=f"success vs real steps (threshold {100 * threshold:.0f} %, budget {budget} real steps)")
-    for col in ("arm", "success at 0", "final success", f"steps to {100 * threshold:.0f} % (per seed)", "mean steps", "steps vs off", "train s/run"):
+    steps_to_col = f"steps to {100 * threshold:.0f} % (per seed)"
+    for col in ("arm", "success at 0", "final success", steps_to_col, "mean steps", "steps vs off", "train s/run"):
         table.add_column(col, justify="right")
-    md = [f"| arm | success at 0 | final success | steps to {100 * threshold:.0f} % (per seed) | mean | steps vs off | train s/run |",
-          "|---|---|---|---|---|---|---|"]
+    md = [
+        f"| arm | success at 0 | final success | {steps_to_col} | mean | steps vs off | train s/run |",
+        "|---|---|---|---|---|---|---|",
+    ]
     reach = {arm: [steps_to(pts, threshold) for pts in runs.values()] for arm, runs in results.items()}
     # a seed that never reaches the threshold counts as the budget (a lower bound on its cost)
     mean_steps = {arm: float(np.mean([budget if r is None else r for r in rs])) for arm, rs in reach.items()}
@@ -108,9 +113,19 @@ def summarise(results: dict, threshold: float, budget: int, seconds: dict) -> tu
         unreached = sum(r is None for r in reach[arm])
         mean = f"{mean_steps[arm]:.0f}" + (f"+ ({unreached} of {len(reach[arm])} not reached)" if unreached else "")
         # fewer real steps than off to reach the threshold (negative: more); a lower bound while seeds are censored
-        vs = "-" if arm == "off" or "off" not in mean_steps else f"{100 * (1 - mean_steps[arm] / mean_steps['off']):.0f} % fewer"
-        row = [arm, f"{100 * start:.0f} %", f"{100 * np.mean(final):.0f} % (sd {100 * np.std(final):.0f})", per_seed, mean, vs,
-               f"{np.mean(seconds[arm]):.0f}"]
+        if arm == "off" or "off" not in mean_steps:
+            vs = "-"
+        else:
+            vs = f"{100 * (1 - mean_steps[arm] / mean_steps['off']):.0f} % fewer"
+        row = [
+            arm,
+            f"{100 * start:.0f} %",
+            f"{100 * np.mean(final):.0f} % (sd {100 * np.std(final):.0f})",
+            per_seed,
+            mean,
+            vs,
+            f"{np.mean(seconds[arm]):.0f}",
+        ]
         table.add_row(*row)
         md.append("| " + " | ".join(row) + " |")
     return table, md
@@ -122,10 +137,17 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--real-steps", type=int, default=None, help="budget per run (default: the profile's)")
-    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel (each is lock-step and seeded: results do not depend on it)")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="runs in parallel (each is lock-step and seeded: results do not depend on it)",
+    )
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "sample_efficiency")
-    ap.add_argument("--summarise", action="store_true", help="only rebuild the table and plot from the runs already in --out")
+    ap.add_argument(
+        "--summarise", action="store_true", help="only rebuild the table and plot from the runs already in --out"
+    )
     ap.add_argument("--set", dest="sets", action="append", default=[], help="extra config override for every run")
     args = ap.parse_args()
     try:  # fail now, not after the runs
@@ -151,7 +173,10 @@ def main() -> None:
 
     for seed in seeds:
         demos = out / f"demos-{seed}"
-        worldsample("demos", "collect", "--out", str(demos), *common, "--set", f"demos.seed={1000 * seed}", log_path=out / f"demos-{seed}.log")
+        worldsample(
+            "demos", "collect", "--out", str(demos), *common, "--set", f"demos.seed={1000 * seed}",
+            log_path=out / f"demos-{seed}.log",
+        )
 
     def one(seed: int, arm: str) -> None:
         run = out / f"{arm}-{seed}"
@@ -161,7 +186,8 @@ def main() -> None:
         worldsample("train", str(run), *common, "--set", f"loop.ppl.mode={arm}", "--set", f"loop.seed={seed}",
                     "--set", f"loop.learner.seed={seed}", log_path=out / f"{arm}-{seed}.log")
         pts = curve(run)
-        log(f"seed {seed} arm {arm}: success {' '.join(f'{s}:{100 * v:.0f}' for s, v in pts)} ({time.perf_counter() - t0:.0f} s)")
+        success = " ".join(f"{s}:{100 * v:.0f}" for s, v in pts)
+        log(f"seed {seed} arm {arm}: success {success} ({time.perf_counter() - t0:.0f} s)")
 
     # runs are independent (own run directory, own local Ray); --jobs 2 uses both cores of a small machine
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -172,8 +198,14 @@ def main() -> None:
 
 def report(out: Path, threshold: float, arms: list[str], seeds: list[int], profile: str) -> None:
     """Table, plot and JSON from the run directories under `out` (their metrics.jsonl)."""
-    results = {arm: {seed: curve(out / f"{arm}-{seed}") for seed in seeds if (out / f"{arm}-{seed}" / "metrics.jsonl").exists()}
-               for arm in arms}
+    results = {
+        arm: {
+            seed: curve(out / f"{arm}-{seed}")
+            for seed in seeds
+            if (out / f"{arm}-{seed}" / "metrics.jsonl").exists()
+        }
+        for arm in arms
+    }
     seconds = {arm: [wall_seconds(out / f"{arm}-{seed}") for seed in runs] for arm, runs in results.items()}
     budget = max(s for runs in results.values() for pts in runs.values() for s, _ in pts)
     table, md = summarise(results, threshold, budget, seconds)

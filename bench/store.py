@@ -33,7 +33,9 @@ def make_episode(rng: np.random.Generator, length: int) -> dict[str, np.ndarray]
     path = np.cumsum(rng.normal(0, 1.0, (length, 2)), axis=0) + rng.uniform(16, 48, 2)
     ep = {}
     for c, cam in enumerate(CAMS):
-        blob = np.exp(-((xx[None] - path[:, 0, None, None] - 4 * c) ** 2 + (yy[None] - path[:, 1, None, None]) ** 2) / 40.0)
+        dx = xx[None] - path[:, 0, None, None] - 4 * c
+        dy = yy[None] - path[:, 1, None, None]
+        blob = np.exp(-(dx**2 + dy**2) / 40.0)
         img = background[None] + 150 * blob + rng.normal(0, 3, (length, H, W))
         rgb = np.stack([img, img * 0.8, img * 0.6], axis=-1)
         ep[f"image_{cam}"] = np.clip(rgb, 0, 255).astype(np.uint8)
@@ -165,8 +167,12 @@ def main() -> None:
     table.add_row("sample 256 3-step transitions, batches/s", f"{1 / t_nstep:,.0f}", "", f"{t_numpy / t_nstep:.2f}x")
     table.add_row("sample 32 windows of 8, batches/s", f"{1 / t_windows:,.0f}", "", "")
     table.add_row("cold: load all into cache, s (MiB/s)", f"{t_cold_load:.2f} ({mb / t_cold_load:,.0f})", "", "")
-    table.add_row("cold: 256 random transitions from zarr, batches/s", f"{1 / t_zarr_batch:,.1f}", f"{1 / t_numpy:,.0f}",
-                  f"{t_numpy / t_zarr_batch:.4f}x")
+    table.add_row(
+        "cold: 256 random transitions from zarr, batches/s",
+        f"{1 / t_zarr_batch:,.1f}",
+        f"{1 / t_numpy:,.0f}",
+        f"{t_numpy / t_zarr_batch:.4f}x",
+    )
     table.add_row("size on disk, MiB (raw MiB)", f"{disk / 2**20:,.0f} ({mb:,.0f})", "", f"{disk / 2**20 / mb:.2f}")
     console.print(table)
     console.print(f"cached sampling is {t_store / t_numpy:.2f}x the time of in-RAM numpy (target <= 2x)")

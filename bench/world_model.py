@@ -34,7 +34,7 @@ from world_model_data import collect  # noqa: E402
 from worldsample.store import EpisodeStore  # noqa: E402
 from worldsample.world_model.config import WorldModelConfig  # noqa: E402
 from worldsample.world_model.data import WindowSource  # noqa: E402
-from worldsample.world_model.evaluate import evaluate, write_strip  # noqa: E402
+from worldsample.world_model.evaluate import evaluate  # noqa: E402
 from worldsample.world_model.imagine import Imaginer  # noqa: E402
 from worldsample.world_model.loading import load_wm_config  # noqa: E402
 from worldsample.world_model.model import WorldModel  # noqa: E402
@@ -65,8 +65,11 @@ def fit_dynamics(base: WorldModel, cfg: WorldModelConfig, source: WindowSource, 
     if id(source) in tables:
         trainer.latents = tables[id(source)]
     t0, every = time.perf_counter(), max(cfg.train.dyn_steps // 4, 1)
-    trainer.fit_dynamics(source, cfg.train.dyn_steps,
-                         lambda s, i, l: (i + 1) % every == 0 and log(f"  {cfg.generator.kind} step {i + 1}: loss {l:.4f}"))
+    trainer.fit_dynamics(
+        source,
+        cfg.train.dyn_steps,
+        lambda s, i, loss: (i + 1) % every == 0 and log(f"  {cfg.generator.kind} step {i + 1}: loss {loss:.4f}"),
+    )
     tables[id(source)] = trainer.latents
     log(f"  dynamics ({cfg.generator.kind}) trained in {time.perf_counter() - t0:.0f}s")
     return model
@@ -136,7 +139,10 @@ def main() -> None:
     t_start = time.perf_counter()
 
     log(f"data in {a.data} (collected once, reused)")
-    collect(a.data, a.demos, a.rollouts, a.sim, a.few, a.episode_steps, 64, log=lambda m: None if m.startswith("  ") else log(m))
+    collect(
+        a.data, a.demos, a.rollouts, a.sim, a.few, a.episode_steps, 64,
+        log=lambda m: None if m.startswith("  ") else log(m),
+    )
     store = EpisodeStore(a.data / "main")
     cfg = load_wm_config(a.config, [*a.set, f"train.ae_steps={a.ae_steps}", f"train.dyn_steps={a.dyn_steps}",
                                     f"train.holdout_every={HOLDOUT}", f"train.device={device}"])
@@ -152,17 +158,25 @@ def main() -> None:
     }
     log(f"device {device}; held-out rollouts: {heldout.groups['real'].episodes()}; "
         f"train episodes demo {len(sources['demo'].groups['demo'].episodes())}, "
-        f"rollouts {len(sources['demo+rollouts'].groups['real'].episodes())}, sim {len(sources['all'].groups['sim'].episodes())}")
+        f"rollouts {len(sources['demo+rollouts'].groups['real'].episodes())}, "
+        f"sim {len(sources['all'].groups['sim'].episodes())}")
 
     # -- stage 1, shared ---------------------------------------------------------------------------
     base = WorldModel(cfg).to(device)
     tr = Trainer(base, cfg)
     tr.fit_vector_stats(sources["all"])
     t0 = time.perf_counter()
-    losses = tr.fit_autoencoder(sources["all"], cfg.train.ae_steps,
-                                lambda s, i, l: (i + 1) % max(cfg.train.ae_steps // 4, 1) == 0 and log(f"  autoencoder step {i + 1}: loss {l:.4f}"))
+    ae_every = max(cfg.train.ae_steps // 4, 1)
+    losses = tr.fit_autoencoder(
+        sources["all"],
+        cfg.train.ae_steps,
+        lambda s, i, loss: (i + 1) % ae_every == 0 and log(f"  autoencoder step {i + 1}: loss {loss:.4f}"),
+    )
     tr.fit_latent_stats(sources["all"])
-    log(f"autoencoder trained in {time.perf_counter() - t0:.0f}s (loss {np.mean(losses[:10]):.4f} -> {np.mean(losses[-10:]):.4f})")
+    log(
+        f"autoencoder trained in {time.perf_counter() - t0:.0f}s "
+        f"(loss {np.mean(losses[:10]):.4f} -> {np.mean(losses[-10:]):.4f})"
+    )
 
     tables: dict = {}
     results: dict = {"config": cfg.model_dump(mode="json"), "device": device, "generators": {}, "arms": {}}
@@ -175,7 +189,8 @@ def main() -> None:
         rep = evaluate(model, heldout, strip_path=a.out / f"strip_{kind}.png", **evaluate_kw)
         speed = {b: fps(model, sources["demo"], b, a.fps_seconds) for b in (1, 64)}
         results["generators"][kind] = {"report": rep, "fps": speed}
-        log(f"{kind}: PSNR {[round(rep['horizons'][str(h)]['psnr'], 2) for h in hs]}, fps b1 {speed[1]:.1f} b64 {speed[64]:.1f}")
+        psnrs = [round(rep["horizons"][str(h)]["psnr"], 2) for h in hs]
+        log(f"{kind}: PSNR {psnrs}, fps b1 {speed[1]:.1f} b64 {speed[64]:.1f}")
 
     # -- 3 and 4: data arms (regression dynamics) ---------------------------------------------------
     reg = with_kind(cfg, "regression")
@@ -184,7 +199,8 @@ def main() -> None:
     elif "regression" in results["generators"]:
         results["arms"]["demo+rollouts"] = results["generators"]["regression"]["report"]
     else:
-        results["arms"]["demo+rollouts"] = evaluate(fit_dynamics(base, reg, sources["demo+rollouts"], tables), heldout, **evaluate_kw)
+        model = fit_dynamics(base, reg, sources["demo+rollouts"], tables)
+        results["arms"]["demo+rollouts"] = evaluate(model, heldout, **evaluate_kw)
     arms = [("demo only", "demo"), (f"real only ({a.few} demos)", "few"), (f"real ({a.few} demos) + sim", "few+sim")]
     for arm, src in [] if a.skip_arms else arms:
         model = fit_dynamics(base, reg, sources[src], tables)
@@ -212,7 +228,8 @@ def print_table(results: dict, hs: list[int], kinds: list[str], wall: float, dev
         t.add_column(c, justify="right")
     diff = gens.get("diffusion", {}).get("fps")
     t.add_row("copy last frame", *fidelity_row(any_rep, hs, "copy_"), "", "", "", "")
-    t.add_row("autoencoder ceiling", *[f"{any_rep['horizons'][str(h)]['recon_psnr']:.2f}" for h in hs], *[""] * (len(hs) + 4))
+    ceiling = [f"{any_rep['horizons'][str(h)]['recon_psnr']:.2f}" for h in hs]
+    t.add_row("autoencoder ceiling", *ceiling, *[""] * (len(hs) + 4))
     for kind in kinds:
         g = gens[kind]
         ratio = [f"{g['fps'][b] / diff[b]:.1f}" if diff else "" for b in (1, 64)]

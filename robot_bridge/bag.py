@@ -20,7 +20,17 @@ from pathlib import Path
 import numpy as np
 
 from robot_bridge.codec import (
-    CompressedImage, Header, Image, JointState, String, Time, Vector3, Wrench, WrenchStamped, array_msg, decode,
+    CompressedImage,
+    Header,
+    Image,
+    JointState,
+    String,
+    Time,
+    Vector3,
+    Wrench,
+    WrenchStamped,
+    array_msg,
+    decode,
     encode,
 )
 from robot_bridge.core.streams import StreamInput
@@ -125,7 +135,9 @@ class _Importer:
         from robot_bridge.bridge import stream_converter
 
         self.p, self.w, self.source = profile, writer, source
-        self.inputs = {s.topic: StreamInput(s.key, stream_typename(s), stream_converter(s), depth=256) for s in profile.streams}
+        self.inputs = {
+            s.topic: StreamInput(s.key, stream_typename(s), stream_converter(s), depth=256) for s in profile.streams
+        }
         self.specs = profile.obs_specs()
         self.action = np.asarray(profile.action.hold or [0.0] * profile.action.dim, np.float32)
         self.ep = None
@@ -166,9 +178,14 @@ class _Importer:
             ep.discard()
             return
         r = self.meta
-        meta = {k: r[k] for k in ("success", "terminated", "policy_version", "wm_version", "domain", "domain_info") if k in r}
+        kept = ("success", "terminated", "policy_version", "wm_version", "domain", "domain_info")
+        meta = {k: r[k] for k in kept if k in r}
         extra = dict(r.get("extra", {}))
-        extra.update(imported_from=self.source, original_episode=r.get("episode"), original_wall_time_start=r.get("wall_time_start"))
+        extra.update(
+            imported_from=self.source,
+            original_episode=r.get("episode"),
+            original_wall_time_start=r.get("wall_time_start"),
+        )
         self.records.append(ep.commit(**meta, extra=extra))
 
 

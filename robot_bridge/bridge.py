@@ -69,9 +69,13 @@ class Bridge:
             self.last_status = st
             pub_status(encode(String(json.dumps(st))))
 
-        out = Outputs(action=send_action, robot_command=lambda d: pub_robot(encode(String(json.dumps(d)))), status=send_status)
+        out = Outputs(
+            action=send_action, robot_command=lambda d: pub_robot(encode(String(json.dumps(d)))), status=send_status
+        )
         self.controller = ctl = Controller(profile, self.inputs, out, self.recorder, self.policy)
-        ctl.status_extra = lambda: {"qos_events": {t: vars(e) for t, e in transport.qos_events().items() if any(vars(e).values())}}
+        ctl.status_extra = lambda: {
+            "qos_events": {t: vars(e) for t, e in transport.qos_events().items() if any(vars(e).values())}
+        }
         transport.subscribe(c.command, "std_msgs/msg/String", RELIABLE_QOS, ctl.on_command)
         transport.subscribe(c.estop, "std_msgs/msg/Bool", RELIABLE_QOS, ctl.on_estop)
         transport.subscribe(c.intervention, profile.action.type, SENSOR_QOS, ctl.on_intervention)
@@ -98,12 +102,16 @@ class Bridge:
         periods = np.asarray(self.controller.periods_ms or [np.nan])[1:]
         nominal = 1e3 / self.p.control_rate_hz
         return {
-            "topics": {k: i.counters.as_dict() | {"transport_ms": _pcts(np.asarray(i.counters.transport_ms or [np.nan]))}
-                       for k, i in self.inputs.items()},
+            "topics": {
+                k: i.counters.as_dict() | {"transport_ms": _pcts(np.asarray(i.counters.transport_ms or [np.nan]))}
+                for k, i in self.inputs.items()
+            },
             "obs_to_store_ms": _pcts(lat),
             "handoff_to_store_ms": _pcts(write),
-            "period_jitter_ms": {"p50": float(np.nanmedian(np.abs(periods - nominal))) if periods.size else None,
-                                 "p99": float(np.nanpercentile(np.abs(periods - nominal), 99)) if periods.size else None},
+            "period_jitter_ms": {
+                "p50": float(np.nanmedian(np.abs(periods - nominal))) if periods.size else None,
+                "p99": float(np.nanpercentile(np.abs(periods - nominal), 99)) if periods.size else None,
+            },
             "overruns": self.controller.overruns,
             "recorder_backlog_max": self.recorder.backlog_max,
             "episodes": vars(self.recorder.stats) | {"latency_ms": None, "write_ms": None},
@@ -122,8 +130,11 @@ def status_text(st: dict) -> str:
     rx = " ".join(f"{k}:{v['accepted']}" + (f"[red](-{sum(v['rejected'].values())})[/]" if v["rejected"] else "")
                   for k, v in st["topics"].items())
     fault = f" [red]{st['fault']}[/]" if st.get("fault") else ""
-    return (f"[bold]{st['state']}[/]{fault} step {st['step']} | policy v{st['policy_version']} | "
-            f"episodes {eps['committed']} kept, {eps['discarded']} dropped | jitter p99 {st['loop']['jitter_p99_ms']} ms | {rx}")
+    return (
+        f"[bold]{st['state']}[/]{fault} step {st['step']} | policy v{st['policy_version']} | "
+        f"episodes {eps['committed']} kept, {eps['discarded']} dropped | "
+        f"jitter p99 {st['loop']['jitter_p99_ms']} ms | {rx}"
+    )
 
 
 def run_bridge(profile: RobotProfile, run_dir: Path, transport: Transport, stop: threading.Event,

@@ -12,7 +12,10 @@ class StatusLine:
     prints only the final line when output is not a terminal (logs, tests)."""
 
     def __init__(self, enabled: bool = True):
-        self._live = Live(Text(""), console=Console(stderr=True), refresh_per_second=2, transient=False) if enabled else None
+        if enabled:
+            self._live = Live(Text(""), console=Console(stderr=True), refresh_per_second=2, transient=False)
+        else:
+            self._live = None
 
     def update(self, text: str) -> None:
         if self._live is not None:

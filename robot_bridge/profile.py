@@ -118,10 +118,17 @@ class EpisodeSpec(_Strict):
     end_on_success: bool = True
     reset_timeout_s: float = Field(10.0, gt=0)
     intervention_timeout_ms: float = Field(300, gt=0, description="takeover ends after this long without messages")
-    keep_faulted: bool = Field(False, description="commit faulted episodes (marked outcome=faulted) instead of dropping them")
+    keep_faulted: bool = Field(
+        False, description="commit faulted episodes (marked outcome=faulted) instead of dropping them"
+    )
     chunk_len: int = Field(32, ge=1, le=4096)
     max_backlog: int = Field(200, ge=1, description="steps waiting for the store before the episode is dropped")
-    auto_start: bool = Field(False, description="start the next episode as soon as one ends (unattended online RL); the first waits for an exported policy")
+    auto_start: bool = Field(
+        False,
+        description=(
+            "start the next episode as soon as one ends (unattended online RL); the first waits for an exported policy"
+        ),
+    )
     explore: bool = Field(False, description="sample a stochastic policy's actions (online RL) instead of its mean")
 
 
@@ -162,7 +169,12 @@ class RobotProfile(_Strict):
 
     @property
     def streams(self) -> list[CameraStream | JointStream | VectorStream | WrenchStream]:
-        return [*self.cameras, *([self.joints] if self.joints else []), *self.vectors, *([self.wrench] if self.wrench else [])]
+        return [
+            *self.cameras,
+            *([self.joints] if self.joints else []),
+            *self.vectors,
+            *([self.wrench] if self.wrench else []),
+        ]
 
     def obs_specs(self) -> dict[str, KeySpec]:
         specs: dict[str, KeySpec] = {}

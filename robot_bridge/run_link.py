@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from pathlib import Path
 
 from worldsample.runlog import ControlChannel, ControlKind, RobotState, StatusFile
@@ -29,7 +28,8 @@ class RunLink:
         self._thread: threading.Thread | None = None
 
     def poll_once(self) -> None:
-        for cmd in self.channel.poll(CONSUMER, {ControlKind.estop, ControlKind.start_episode, ControlKind.stop_episode}):
+        kinds = {ControlKind.estop, ControlKind.start_episode, ControlKind.stop_episode}
+        for cmd in self.channel.poll(CONSUMER, kinds):
             if cmd.kind == ControlKind.estop:
                 self.ctl.trigger_estop()
                 note = "holding; release with the e-stop topic (false)"
@@ -38,8 +38,13 @@ class RunLink:
                 note = ""
             self.channel.ack(CONSUMER, cmd, note=note)
         sm = self.ctl.sm
-        robot = RobotState(connected=True, estop=bool(self.ctl.estop), mode=sm.state.value, transport=self.transport_name,
-                           control_hz=float(self.ctl.p.control_rate_hz))
+        robot = RobotState(
+            connected=True,
+            estop=bool(self.ctl.estop),
+            mode=sm.state.value,
+            transport=self.transport_name,
+            control_hz=float(self.ctl.p.control_rate_hz),
+        )
         self.status.heartbeat(CONSUMER, detail=f"episode state {sm.state.value}", robot=robot)
 
     def start(self, stop: threading.Event) -> None:

@@ -73,7 +73,10 @@ class SimRobot:
         self._pub = {s.topic: transport.publisher(s.topic, self._typename(s), SENSOR_QOS) for s in profile.streams}
         self._pub_success = transport.publisher(c.success, "std_msgs/msg/Bool", SENSOR_QOS) if c.success else None
         self._pub_event = transport.publisher(c.robot_event, "std_msgs/msg/String", RELIABLE_QOS)
-        self._pub_intervention = transport.publisher(c.intervention, profile.action.type, RELIABLE_QOS) if intervene else None
+        if intervene:
+            self._pub_intervention = transport.publisher(c.intervention, profile.action.type, RELIABLE_QOS)
+        else:
+            self._pub_intervention = None
         transport.subscribe(profile.action.topic, profile.action.type, RELIABLE_QOS, self._on_action)
         transport.subscribe(c.robot_command, "std_msgs/msg/String", RELIABLE_QOS, self._on_command)
 

@@ -11,6 +11,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from services.cli.main import app
+from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,10 +29,18 @@ def test_collect_writes_episodes_with_images_and_metadata(tmp_path):
     rec = r.records[0]
     assert rec.domain == "real" and rec.cameras == ["corner"] and rec.extra["seed"] == 0
     # the next collection into the same run continues with new seeds
-    res = CliRunner().invoke(app, ["demos", "collect", "--episodes", "1", "--out", str(tmp_path), "--domain", "sim", *FAST])
+    res = CliRunner().invoke(
+        app, ["demos", "collect", "--episodes", "1", "--out", str(tmp_path), "--domain", "sim", *FAST]
+    )
     assert res.exit_code == 0, res.output
     sim = EpisodeStore(tmp_path).reader("sim")
     assert sim.records[0].domain == "sim" and sim.records[0].domain_info
+
+
+def committed(run) -> int:
+    if not RunFiles.of(run).store.exists() or "demo" not in EpisodeStore(run).groups:
+        return 0
+    return EpisodeStore(run).reader("demo", cache=False).num_episodes
 
 
 def test_collector_killed_repeatedly_leaves_a_store_that_verifies(tmp_path):
@@ -41,7 +50,13 @@ def test_collector_killed_repeatedly_leaves_a_store_that_verifies(tmp_path):
     env = {**os.environ, "MUJOCO_GL": "egl"}
     for _ in range(4):
         p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(float(rng.uniform(3.0, 6.0)))
+        # kill at a random moment of a later episode, once this collector has committed one (its
+        # start-up time varies with the machine's load)
+        before, deadline = committed(tmp_path), time.monotonic() + 180
+        while committed(tmp_path) <= before:
+            assert p.poll() is None and time.monotonic() < deadline, "the collector committed nothing"
+            time.sleep(0.1)
+        time.sleep(float(rng.uniform(0.0, 1.5)))
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
         res = CliRunner().invoke(app, ["store", "verify", str(tmp_path)])

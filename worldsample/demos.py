@@ -38,7 +38,8 @@ def group_for_domain(domain: str) -> str:
 def open_store_for_env(run_dir: Path, cfg: RunConfig, env, group: str) -> EpisodeStore:
     store = EpisodeStore(run_dir, create=True)
     retention = Retention(max_steps=cfg.store.synthetic_max_steps) if group == "synthetic" else None
-    store.ensure_group(group, GroupSchema.from_spaces(env.observation_space, env.action_space, cfg.store.chunk_len), retention)
+    schema = GroupSchema.from_spaces(env.observation_space, env.action_space, cfg.store.chunk_len)
+    store.ensure_group(group, schema, retention)
     return store
 
 
@@ -72,12 +73,24 @@ def collect_demos(
                 action = expert.act()
                 nobs, reward, terminated, truncated, info = env.step(action)
                 success = success or bool(info["success"])
-                ep.add_step({**obs, "action": action, "reward": np.float32(reward), "done": bool(terminated), "success": bool(info["success"])})
+                ep.add_step(
+                    {
+                        **obs,
+                        "action": action,
+                        "reward": np.float32(reward),
+                        "done": bool(terminated),
+                        "success": bool(info["success"]),
+                    }
+                )
                 obs = nobs
                 if terminated or truncated:
                     break
             if success or cfg.demos.keep_failures:
-                rec = ep.commit(domain=cfg.env.domain, domain_info=env.unwrapped.domain_info(), extra={"seed": seed, "source": "scripted_expert"})
+                rec = ep.commit(
+                    domain=cfg.env.domain,
+                    domain_info=env.unwrapped.domain_info(),
+                    extra={"seed": seed, "source": "scripted_expert"},
+                )
                 steps += rec.length
                 successes += int(success)
             else:

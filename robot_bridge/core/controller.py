@@ -121,7 +121,8 @@ class Controller:
         a = np.asarray(msg.data, np.float32)
         if a.shape != (self.p.action.dim,) or not np.isfinite(a).all():
             self.counters["intervention"].accepted -= 1
-            self.counters["intervention"].rejected["wrong_size" if a.shape != (self.p.action.dim,) else "non_finite"] += 1
+            why = "wrong_size" if a.shape != (self.p.action.dim,) else "non_finite"
+            self.counters["intervention"].rejected[why] += 1
             return
         self._intervention = (a.copy(), recv_ns)
 
@@ -163,8 +164,13 @@ class Controller:
             self._command(self._commands.get_nowait(), now)
         if self.estop and self.sm.state != State.FAULTED:
             self._fault("estop", now)
-        if (self.p.episode.auto_start and self.sm.state != State.FAULTED and self.sm.can(Event.START) and not self._stale(now)
-                and self._have_policy(now)):
+        if (
+            self.p.episode.auto_start
+            and self.sm.state != State.FAULTED
+            and self.sm.can(Event.START)
+            and not self._stale(now)
+            and self._have_policy(now)
+        ):
             self._command({"cmd": "start"}, now)
         state = self.sm.state
         if state == State.RESETTING:
@@ -382,4 +388,8 @@ def _summary(ages: list[float]) -> dict:
     if not ages:
         return {}
     a = np.asarray(ages)
-    return {"p50": round(float(np.median(a)), 2), "p99": round(float(np.percentile(a, 99)), 2), "max": round(float(a.max()), 2)}
+    return {
+        "p50": round(float(np.median(a)), 2),
+        "p99": round(float(np.percentile(a, 99)), 2),
+        "max": round(float(a.max()), 2),
+    }

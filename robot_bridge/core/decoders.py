@@ -15,7 +15,13 @@ from robot_bridge.codec import CompressedImage, Image, JointState
 from robot_bridge.errors import MessageRejected
 
 # encoding -> (channels on the wire, channel order to get RGB, or None for mono)
-_RAW = {"rgb8": (3, [0, 1, 2]), "bgr8": (3, [2, 1, 0]), "rgba8": (4, [0, 1, 2]), "bgra8": (4, [2, 1, 0]), "mono8": (1, None)}
+_RAW = {
+    "rgb8": (3, [0, 1, 2]),
+    "bgr8": (3, [2, 1, 0]),
+    "rgba8": (4, [0, 1, 2]),
+    "bgra8": (4, [2, 1, 0]),
+    "mono8": (1, None),
+}
 
 
 def _stamp(header) -> int | None:
@@ -39,7 +45,9 @@ def image_array(msg: Image, height: int, width: int, channels: int) -> tuple[int
     wire_ch, order = _RAW[msg.encoding]
     row = width * wire_ch
     if msg.step < row or msg.data.size != msg.step * height:
-        raise MessageRejected("wrong_size", f"step {msg.step} and {msg.data.size} bytes do not hold {width}x{height} {msg.encoding}")
+        raise MessageRejected(
+            "wrong_size", f"step {msg.step} and {msg.data.size} bytes do not hold {width}x{height} {msg.encoding}"
+        )
     img = msg.data.reshape(height, msg.step)[:, :row].reshape(height, width, wire_ch)
     return _stamp(msg.header), np.ascontiguousarray(_to_channels(img, order, channels, msg.encoding))
 

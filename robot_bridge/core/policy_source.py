@@ -17,7 +17,9 @@ log = logging.getLogger(__name__)
 
 
 class PolicySource:
-    def __init__(self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False):
+    def __init__(
+        self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False
+    ):
         self._registry = PolicyRegistry(run_dir)
         self._watch = VersionWatcher(self._registry.dir)
         self.explore = explore

@@ -37,7 +37,12 @@ class TopicCounters:
     transport_ms: deque = field(default_factory=lambda: deque(maxlen=5000))  # header stamp -> receive
 
     def as_dict(self) -> dict:
-        return {"received": self.received, "accepted": self.accepted, "rejected": dict(self.rejected), "cpu_s": round(self.cpu_s, 4)}
+        return {
+            "received": self.received,
+            "accepted": self.accepted,
+            "rejected": dict(self.rejected),
+            "cpu_s": round(self.cpu_s, 4),
+        }
 
 
 class StreamBuffer:

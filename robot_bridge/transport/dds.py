@@ -120,11 +120,15 @@ class DdsTransport:
 
     def subscribe(self, topic: str, typename: str, qos: QosSpec, callback: RawCallback) -> None:
         listener = _ReaderListener(topic, callback, self._events[topic])
-        self._entities.append(DataReader(self.participant, self._topic(topic, typename), qos=_qos(qos), listener=listener))
+        reader = DataReader(self.participant, self._topic(topic, typename), qos=_qos(qos), listener=listener)
+        self._entities.append(reader)
 
     def publisher(self, topic: str, typename: str, qos: QosSpec) -> Publish:
         writer = DataWriter(
-            self.participant, self._topic(topic, typename), qos=_qos(qos), listener=_WriterListener(topic, self._events[topic])
+            self.participant,
+            self._topic(topic, typename),
+            qos=_qos(qos),
+            listener=_WriterListener(topic, self._events[topic]),
         )
         self._entities.append(writer)
         self._writers[topic] = writer

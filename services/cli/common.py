@@ -17,9 +17,12 @@ __all__ = ["RUN", "ConfigOpt", "SetOpt", "console", "err_console", "friendly_err
 
 RUN = RunFiles.of("RUN")  # the run-directory layout as help texts show it: RUN/store, RUN/dashboard_token, ...
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file (see configs/).", exists=False)]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="YAML config file (see configs/).", exists=False)
+]
 SetOpt = Annotated[
-    list[str] | None, typer.Option("--set", "-s", help="Override a config field, e.g. --set env.image_size=96 (repeatable).")
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a config field, e.g. --set env.image_size=96 (repeatable)."),
 ]
 
 
@@ -37,4 +40,6 @@ def progress() -> Progress:
 
 
 def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )

@@ -38,11 +38,20 @@ class SimRobotOverDds:
     """Context manager: start sim-robot and bridge on a private DDS domain; stop them on exit
     (SIGTERM first, so the bridge closes its episode cleanly; SIGKILL after `grace_s`)."""
 
-    def __init__(self, run: Path, cfg: RunConfig, profile: Path = DEFAULT_PROFILE, domain_id: int | None = None, grace_s: float = 15.0):
+    def __init__(
+        self,
+        run: Path,
+        cfg: RunConfig,
+        profile: Path = DEFAULT_PROFILE,
+        domain_id: int | None = None,
+        grace_s: float = 15.0,
+    ):
         if not profile.exists():
             raise ConfigError(f"robot profile {profile} not found; run from the repository root or pass --profile")
         self.run, self.cfg, self.profile = Path(run), cfg, profile
-        self.domain_id = domain_id if domain_id is not None else random.Random(os.getpid() ^ time.time_ns()).randint(1, 200)
+        if domain_id is None:
+            domain_id = random.Random(os.getpid() ^ time.time_ns()).randint(1, 200)
+        self.domain_id = domain_id
         self.grace_s = grace_s
         self.procs: dict[str, subprocess.Popen] = {}
 
@@ -52,7 +61,9 @@ class SimRobotOverDds:
                "--domain-id", str(self.domain_id), *args, *sets]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
         with open(RunFiles.of(self.run).log(name), "w") as log:
-            self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            self.procs[name] = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
 
     def __enter__(self) -> SimRobotOverDds:
         self._start("bridge", ["--run", str(self.run)])

@@ -35,8 +35,13 @@ def run_collection(out: Path, cfg, episodes: int) -> None:
 @friendly_errors
 def collect(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory; created if new, appended to if it exists.")],
-    episodes: Annotated[int | None, typer.Option("--episodes", "-n", min=1, help="Episodes to record (default: the config's demos.episodes).")] = None,
-    domain: Annotated[str, typer.Option(help="real (deployment domain, group demo) or sim (randomised, group sim).")] = "real",
+    episodes: Annotated[
+        int | None,
+        typer.Option("--episodes", "-n", min=1, help="Episodes to record (default: the config's demos.episodes)."),
+    ] = None,
+    domain: Annotated[
+        str, typer.Option(help="real (deployment domain, group demo) or sim (randomised, group sim).")
+    ] = "real",
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:

@@ -46,13 +46,21 @@ def start_dashboard(run: Path, port: int) -> subprocess.Popen | None:
 
 @friendly_errors
 def run(
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="New run directory (default runs/<timestamp>).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="New run directory (default runs/<timestamp>).")
+    ] = None,
     train: Annotated[bool, typer.Option(help="Run online RL after the demonstrations.")] = True,
     dashboard: Annotated[bool, typer.Option(help="Serve the dashboard while the job runs.")] = True,
     port: Annotated[int, typer.Option(help="Dashboard port on 127.0.0.1.")] = 8765,
-    robot: Annotated[str, typer.Option(help="bridge: the simulated arm over DDS + the bridge; sim: lock-step in a Ray actor.")] = "bridge",
-    profile: Annotated[Path, typer.Option(help="Robot profile for --robot bridge.")] = Path("configs/robot_profiles/sim_arm.yaml"),
-    keep_dashboard: Annotated[bool, typer.Option(help="Keep serving the dashboard after training (Ctrl-C to stop).")] = False,
+    robot: Annotated[
+        str, typer.Option(help="bridge: the simulated arm over DDS + the bridge; sim: lock-step in a Ray actor.")
+    ] = "bridge",
+    profile: Annotated[
+        Path, typer.Option(help="Robot profile for --robot bridge.")
+    ] = Path("configs/robot_profiles/sim_arm.yaml"),
+    keep_dashboard: Annotated[
+        bool, typer.Option(help="Keep serving the dashboard after training (Ctrl-C to stop).")
+    ] = False,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:

@@ -27,8 +27,9 @@ def info_table(run: Path) -> Table:
     from worldsample.store.verify import store_info
 
     t = Table(title=f"episode store: {run}")
+    numeric = ("episodes", "steps", "success", "interventions", "on disk")
     for col in ("group", "episodes", "steps", "success", "interventions", "cameras", "on disk", "writer"):
-        t.add_column(col, justify="right" if col in ("episodes", "steps", "success", "interventions", "on disk") else "left")
+        t.add_column(col, justify="right" if col in numeric else "left")
     for g in store_info(run):
         t.add_row(
             g.name,

@@ -14,7 +14,8 @@ def print_summary(s) -> None:
     before = "-" if s.success_before is None else f"{100 * s.success_before:.0f}%"
     after = "-" if s.success_after is None else f"{100 * s.success_after:.0f}%"
     console.print(
-        f"[bold]trained[/] {s.real_steps} real steps ({s.episodes} episodes), {s.updates} updates in {s.seconds:.0f} s; "
+        f"[bold]trained[/] {s.real_steps} real steps ({s.episodes} episodes), "
+        f"{s.updates} updates in {s.seconds:.0f} s; "
         f"success {before} -> {after}; synthetic share of the last batch {100 * s.synthetic_share:.0f}%; "
         f"world-model versions {s.wm_versions}"
     )
@@ -29,15 +30,26 @@ def print_summary(s) -> None:
             console.print(f"world model v{s.wm_eval['version']} PSNR on held-out {s.wm_eval['group']} episodes: {fid}")
         else:
             key = next(k for k in next(iter(rows.values())) if not k.startswith("rmse_copy_"))
-            fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[key.replace('rmse_', 'rmse_copy_')]:.4f})" for h, r in rows.items())
-            console.print(f"world model v{s.wm_eval['version']} (no camera) {key} on held-out {s.wm_eval['group']} episodes: {fid}")
+            copy_key = key.replace("rmse_", "rmse_copy_")
+            fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[copy_key]:.4f})" for h, r in rows.items())
+            console.print(
+                f"world model v{s.wm_eval['version']} (no camera) {key} "
+                f"on held-out {s.wm_eval['group']} episodes: {fid}"
+            )
 
 
 @friendly_errors
 def train(
     run: Annotated[Path, typer.Argument(help="Run directory with demonstrations (worldsample demos collect).")],
-    robot: Annotated[str, typer.Option(help="sim: step the simulated arm in-process (lock-step); bridge: learn from what the bridge commits.")] = "sim",
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run's trainer from its latest checkpoint.")] = False,
+    robot: Annotated[
+        str,
+        typer.Option(
+            help="sim: step the simulated arm in-process (lock-step); bridge: learn from what the bridge commits."
+        ),
+    ] = "sim",
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run's trainer from its latest checkpoint.")
+    ] = False,
     address: Annotated[str | None, typer.Option(help="Ray cluster address; default: start a local Ray.")] = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -51,8 +63,10 @@ def train(
         def on_round(row: dict) -> None:
             sr = row.get("eval/success_rate")
             status.update(
-                f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  updates {int(row.get('learner/updates', 0))}  "
-                f"qf_loss {row.get('qf_loss', float('nan')):.3f}  synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
+                f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  "
+                f"updates {int(row.get('learner/updates', 0))}  "
+                f"qf_loss {row.get('qf_loss', float('nan')):.3f}  "
+                f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
                 + (f"  eval success {100 * sr:.0f}%" if sr is not None else "")
             )
 

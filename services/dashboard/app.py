@@ -62,7 +62,9 @@ def create_app(
     app = FastAPI(
         title="WorldSample dashboard",
         version=__version__,
-        description="Run status, metrics, stored episodes and their frames, policies, and control of one run directory.",
+        description=(
+            "Run status, metrics, stored episodes and their frames, policies, and control of one run directory."
+        ),
         lifespan=lifespan,
     )
     app.state.ctx = ctx

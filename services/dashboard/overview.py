@@ -7,10 +7,10 @@ import time
 from services.dashboard.artifacts import list_policies, list_reports
 from services.dashboard.data import RunData
 from services.dashboard.models import ControlView, GroupSummary, MetricsSummary, RunOverview, ServiceView
+from worldsample.paths import RunFiles
 from worldsample.runlog.control import ControlChannel
 from worldsample.runlog.events import EventReader
 from worldsample.runlog.metrics import MetricsReader
-from worldsample.paths import RunFiles
 from worldsample.runlog.status import StatusFile
 
 STALE_AFTER_S = 10.0

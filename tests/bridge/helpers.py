@@ -50,7 +50,9 @@ def new_domain() -> int:
 
 def env_for(domain: int) -> dict:
     env = dict(os.environ)
-    env.update(ROS_DOMAIN_ID=str(domain), CYCLONEDDS_URI=LOOPBACK_XML, MUJOCO_GL="egl", PYTHONUNBUFFERED="1", COLUMNS="200")
+    env.update(
+        ROS_DOMAIN_ID=str(domain), CYCLONEDDS_URI=LOOPBACK_XML, MUJOCO_GL="egl", PYTHONUNBUFFERED="1", COLUMNS="200"
+    )
     return env
 
 
@@ -134,8 +136,11 @@ class Operator:
     def record_episode(self, timeout: float = 30) -> dict:
         n = self.committed() + self.status.get("episodes", {}).get("discarded", 0)
         self.send("start")
-        return self.wait(lambda s: s["episodes"]["committed"] + s["episodes"]["discarded"] > n and s["state"] != "running",
-                         timeout, "an episode to end")
+        return self.wait(
+            lambda s: s["episodes"]["committed"] + s["episodes"]["discarded"] > n and s["state"] != "running",
+            timeout,
+            "an episode to end",
+        )
 
     def close(self) -> None:
         self.t.close()
@@ -162,7 +167,9 @@ class Rig:
         self.sim = self.bridge = self.op = None
 
     def start_sim(self) -> Proc:
-        self.sim = Proc(["sim-robot", "--profile", str(self.profile), *self.sim_args], self.domain, self.tmp / "sim.log")
+        self.sim = Proc(
+            ["sim-robot", "--profile", str(self.profile), *self.sim_args], self.domain, self.tmp / "sim.log"
+        )
         return self.sim
 
     def start_bridge(self) -> Proc:

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import yaml
 from rosbags.highlevel import AnyReader
 
 from robot_bridge.bag import export_bag, import_bag, parse_episodes
@@ -29,8 +28,12 @@ def fill_store(run, profile, n=3, seed=0):
             data["done"] = np.zeros(L, bool)
             if e == 1:
                 data["reward"][-1], data["success"][-1], data["done"][-1] = 1.0, True, True
-            w.append_episode(data, domain="real", policy_version=e + 1,
-                             extra={"outcome": "x", "control_rate_hz": 10.0, "t0_ns": 1_700_000_000_000_000_000 + e * 10**9})
+            w.append_episode(
+                data,
+                domain="real",
+                policy_version=e + 1,
+                extra={"outcome": "x", "control_rate_hz": 10.0, "t0_ns": 1_700_000_000_000_000_000 + e * 10**9},
+            )
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
@@ -48,7 +51,8 @@ def test_round_trip(tmp_path, storage, compressed):
     with AnyReader([tmp_path / "bag"]) as r:
         types = {c.topic: c.msgtype for c in r.connections}
         assert types["/cam/corner/image_raw"] == profile.cameras[0].type
-        assert types["/joint_states"] == "sensor_msgs/msg/JointState" and types["/ft"] == "geometry_msgs/msg/WrenchStamped"
+        assert types["/joint_states"] == "sensor_msgs/msg/JointState"
+        assert types["/ft"] == "geometry_msgs/msg/WrenchStamped"
         conn = next(c for c in r.connections if c.topic == "/joint_states")
         _, _, raw = next(r.messages(connections=[conn]))
         assert list(r.deserialize(raw, conn.msgtype).name) == ["hand_x", "hand_y", "hand_z", "gripper"]

@@ -20,8 +20,8 @@ def test_help_lists_commands():
 def test_bag_export_import(tmp_path):
     prof = small_profile(tmp_path)
     fill_store(tmp_path / "a", load_profile(prof), n=2)
-    res = runner.invoke(app, ["bag", "export", str(tmp_path / "a"), str(tmp_path / "bag"), "-p", str(prof), "--episodes", "1",
-                              "--storage", "sqlite3"])
+    args = ["bag", "export", str(tmp_path / "a"), str(tmp_path / "bag"), "-p", str(prof)]
+    res = runner.invoke(app, [*args, "--episodes", "1", "--storage", "sqlite3"])
     assert res.exit_code == 0, res.output
     assert "exported 1 episode" in res.output
     res = runner.invoke(app, ["bag", "import", str(tmp_path / "bag"), str(tmp_path / "b"), "-p", str(prof)])

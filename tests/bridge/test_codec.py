@@ -8,8 +8,20 @@ from rosbags.typesys import Stores, get_typestore
 
 from robot_bridge import codec
 from robot_bridge.codec import (
-    Bool, CompressedImage, Float32MultiArray, Float64MultiArray, Header, Image, JointState,
-    MultiArrayDimension, MultiArrayLayout, String, Time, Vector3, Wrench, WrenchStamped,
+    Bool,
+    CompressedImage,
+    Float32MultiArray,
+    Float64MultiArray,
+    Header,
+    Image,
+    JointState,
+    MultiArrayDimension,
+    MultiArrayLayout,
+    String,
+    Time,
+    Vector3,
+    Wrench,
+    WrenchStamped,
 )
 from robot_bridge.errors import DecodeError
 
@@ -30,11 +42,15 @@ def samples():
         JointState(header=hdr(frame="a"), name=["j1", "joint_two", "g"], position=np.array([0.1, -2.5, 3.0]),
                    velocity=np.array([1.0, 2.0, 3.0]), effort=np.zeros(0)),
         JointState(),
-        WrenchStamped(header=hdr(frame="ft"), wrench=Wrench(force=Vector3(1.0, 2.0, 3.0), torque=Vector3(-1.0, 0.5, 9.0))),
+        WrenchStamped(
+            header=hdr(frame="ft"), wrench=Wrench(force=Vector3(1.0, 2.0, 3.0), torque=Vector3(-1.0, 0.5, 9.0))
+        ),
         Float32MultiArray(layout=MultiArrayLayout(dim=[MultiArrayDimension("action", 4, 4)], data_offset=0),
                           data=np.array([0.5, -1.0, 0.25, 1.0], np.float32)),
-        Float64MultiArray(layout=MultiArrayLayout(dim=[MultiArrayDimension("a", 3, 3), MultiArrayDimension("bb", 1, 1)]),
-                          data=np.array([1e-9, 2.0, -3.5])),
+        Float64MultiArray(
+            layout=MultiArrayLayout(dim=[MultiArrayDimension("a", 3, 3), MultiArrayDimension("bb", 1, 1)]),
+            data=np.array([1e-9, 2.0, -3.5]),
+        ),
         Float32MultiArray(),
         String(data='{"cmd": "start", "note": "ünïcode"}'),
         String(),

@@ -48,7 +48,9 @@ def test_bad_images_rejected(msg, reason):
 
 
 def test_joints():
-    m = JointState(header=Header(Time.from_ns(9)), name=["b", "a"], position=np.array([2.0, 1.0]), velocity=np.array([20.0, 10.0]))
+    m = JointState(
+        header=Header(Time.from_ns(9)), name=["b", "a"], position=np.array([2.0, 1.0]), velocity=np.array([20.0, 10.0])
+    )
     stamp, v = decoders.joint_array(m, ["a", "b"], ["position", "velocity"])
     assert stamp == 9 and v.tolist() == [1.0, 2.0, 10.0, 20.0] and v.dtype == np.float32
     for bad, reason in [
@@ -86,7 +88,13 @@ def test_stream_input_counts_every_rejection():
     inp(b"\x00\x01\x00\x00\x05", now)  # malformed
     c = inp.counters
     assert c.received == 6 and c.accepted == 1
-    assert dict(c.rejected) == {"duplicate_stamp": 1, "out_of_order": 1, "wrong_encoding": 1, "stamp_in_future": 1, "malformed": 1}
+    assert dict(c.rejected) == {
+        "duplicate_stamp": 1,
+        "out_of_order": 1,
+        "wrong_encoding": 1,
+        "stamp_in_future": 1,
+        "malformed": 1,
+    }
     assert inp.buffer.latest().stamp_ns == now
 
 

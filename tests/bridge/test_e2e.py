@@ -42,7 +42,8 @@ def test_episodes_recorded_end_to_end(tmp_path):
         assert contains_run(actions_on_wire, ep["action"])
         # the stored action is the policy's action on the stored observation (limits do not bind here)
         for k in (0, 7, 14):
-            np.testing.assert_array_equal(ep["action"][k], actor.act({"proprio": ep["proprio"][k], "state": ep["state"][k]}))
+            stored_obs = {"proprio": ep["proprio"][k], "state": ep["state"][k]}
+            np.testing.assert_array_equal(ep["action"][k], actor.act(stored_obs))
         # alignment: camera frames come from consecutive physics steps, one per control tick
         steps = np.array([image_step(im) for im in ep["image_corner"]])
         assert (np.diff(steps) >= 0).all() and steps[0] <= 3, steps

@@ -24,7 +24,11 @@ def test_dashboard_estop_and_episode_requests_reach_the_bridge(tmp_path):
         op.wait(lambda s: StatusFile(run).read().robot.estop, 10, "the e-stop in status.json")
         acked = [c for c, acks in ch.history() if c.kind.value == "estop"]
         assert acked, "the e-stop request is in the history"
-        op.wait(lambda s: any(a.consumer == "bridge" for c, acks in ch.history() if c.kind.value == "estop" for a in acks), 10, "the ack")
+        op.wait(
+            lambda s: any(a.consumer == "bridge" for c, acks in ch.history() if c.kind.value == "estop" for a in acks),
+            10,
+            "the ack",
+        )
 
 
 def test_auto_start_and_exploration_for_unattended_online_rl(tmp_path):

@@ -19,7 +19,25 @@ def filled(tmp_path):
 
 
 def test_help_on_every_command():
-    for args in ([], ["store"], ["demos"], ["store", "info"], ["store", "verify"], ["demos", "collect"], ["run"], ["sim-robot"], ["bridge"], ["bag", "import"], ["bag", "export"], ["wm"], ["wm", "train"], ["wm", "eval"], ["train"], ["dashboard"]):
+    commands = (
+        [],
+        ["store"],
+        ["demos"],
+        ["store", "info"],
+        ["store", "verify"],
+        ["demos", "collect"],
+        ["run"],
+        ["sim-robot"],
+        ["bridge"],
+        ["bag", "import"],
+        ["bag", "export"],
+        ["wm"],
+        ["wm", "train"],
+        ["wm", "eval"],
+        ["train"],
+        ["dashboard"],
+    )
+    for args in commands:
         res = runner.invoke(app, [*args, "--help"])
         assert res.exit_code == 0, (args, res.output)
         assert "Usage" in res.output

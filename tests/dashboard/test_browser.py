@@ -37,7 +37,9 @@ INK = """([sel, r, g, b]) => {
   const c = document.querySelector(sel);
   const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   let n = 0;
-  for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - r) + Math.abs(d[i + 1] - g) + Math.abs(d[i + 2] - b) < 60) n++;
+  for (let i = 0; i < d.length; i += 4) {
+    if (Math.abs(d[i] - r) + Math.abs(d[i + 1] - g) + Math.abs(d[i + 2] - b) < 60) n++;
+  }
   return n;
 }"""
 AMBER = [255, 181, 71]  # the colour of loss/* curves

@@ -14,7 +14,10 @@ from services.cli.dashboard_cmd import dashboard
 from services.dashboard.server import free_port
 
 # the command is registered in services/cli/main.py; here it runs in an app of its own
-SERVE = "import sys, typer; from services.cli.dashboard_cmd import dashboard; app = typer.Typer(); app.command()(dashboard); app()"
+SERVE = (
+    "import sys, typer; from services.cli.dashboard_cmd import dashboard; "
+    "app = typer.Typer(); app.command()(dashboard); app()"
+)
 
 
 def _app() -> typer.Typer:

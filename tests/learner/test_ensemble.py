@@ -13,7 +13,9 @@ B = 32
 
 def agent(critics: int, **kw):
     torch.manual_seed(0)
-    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critics=critics, critic_warmup_updates=0, **kw)
+    cfg = LearnerConfig(
+        obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critics=critics, critic_warmup_updates=0, **kw
+    )
     return sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
 
 
@@ -23,9 +25,15 @@ def batch(syn_reward: float = 0.0, syn_weight: float = 1.0):
     reward[B // 2 :] = syn_reward
     weights = np.ones(B, np.float32)
     weights[B // 2 :] = syn_weight
-    return {"obs/proprio": rng.normal(size=(B, 3)).astype(np.float32), "next_obs/proprio": rng.normal(size=(B, 3)).astype(np.float32),
-            "action": rng.uniform(-1, 1, (B, 2)).astype(np.float32), "reward": reward, "done": np.zeros(B, bool),
-            "n_step": np.ones(B, np.int64), "weights": weights}
+    return {
+        "obs/proprio": rng.normal(size=(B, 3)).astype(np.float32),
+        "next_obs/proprio": rng.normal(size=(B, 3)).astype(np.float32),
+        "action": rng.uniform(-1, 1, (B, 2)).astype(np.float32),
+        "reward": reward,
+        "done": np.zeros(B, bool),
+        "n_step": np.ones(B, np.int64),
+        "weights": weights,
+    }
 
 
 def critic_params(a) -> dict[str, np.ndarray]:
@@ -43,7 +51,9 @@ def test_ensemble_has_n_critics_and_targets_and_trains_them_all():
     after = critic_params(a)
     for i in range(3):  # every extra critic and its target moved
         assert any(not np.array_equal(before[k], after[k]) for k in before if k.startswith(f"qf_extra_heads.{i}."))
-        assert any(not np.array_equal(before[k], after[k]) for k in before if k.startswith(f"target_qf_extra_heads.{i}."))
+        assert any(
+            not np.array_equal(before[k], after[k]) for k in before if k.startswith(f"target_qf_extra_heads.{i}.")
+        )
     assert np.isfinite(m["qf_extra_loss"]) and np.isfinite(m["qf_loss"])
     q = a.q_values(batch())
     assert q.shape == (B,) and np.isfinite(q).all()
@@ -58,7 +68,12 @@ def test_zero_weight_samples_leave_every_critic_of_the_ensemble_unchanged():
         mod = a.group._learner.module["default_policy"]
         obs = torch.as_tensor(batch()["obs/proprio"])
         act = torch.as_tensor(batch()["action"])
-        return np.stack([mod._qf_forward_train_helper({"obs": obs, "actions": act}, e, h).detach().numpy() for e, h in mod._critics()])
+        return np.stack(
+            [
+                mod._qf_forward_train_helper({"obs": obs, "actions": act}, e, h).detach().numpy()
+                for e, h in mod._critics()
+            ]
+        )
 
     np.testing.assert_allclose(q_after(+50.0), q_after(-50.0), rtol=0, atol=1e-6)
 

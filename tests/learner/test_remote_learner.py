@@ -20,13 +20,27 @@ def local_ray():
 def test_remote_learner_trains_probes_and_exports(local_ray):
     with pytest.raises(ValueError, match="bc_pretrain_steps needs the in-process learner"):
         LearnerConfig(num_learners=1)
-    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[16, 16], batch_size=16, num_learners=1, critic_warmup_updates=1, critics=3,
-                        bc_pretrain_steps=0, bc_weight=1.0)
+    cfg = LearnerConfig(
+        obs_keys=["proprio"],
+        hidden=[16, 16],
+        batch_size=16,
+        num_learners=1,
+        critic_warmup_updates=1,
+        critics=3,
+        bc_pretrain_steps=0,
+        bc_weight=1.0,
+    )
     a = sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
     rng = np.random.default_rng(0)
-    b = {"obs/proprio": rng.normal(size=(16, 3)).astype(np.float32), "next_obs/proprio": rng.normal(size=(16, 3)).astype(np.float32),
-         "action": rng.uniform(-1, 1, (16, 2)).astype(np.float32), "reward": np.ones(16, np.float32), "done": np.zeros(16, bool),
-         "n_step": np.ones(16, np.int64), "bc_mask": np.ones(16, np.float32)}
+    b = {
+        "obs/proprio": rng.normal(size=(16, 3)).astype(np.float32),
+        "next_obs/proprio": rng.normal(size=(16, 3)).astype(np.float32),
+        "action": rng.uniform(-1, 1, (16, 2)).astype(np.float32),
+        "reward": np.ones(16, np.float32),
+        "done": np.zeros(16, bool),
+        "n_step": np.ones(16, np.int64),
+        "bc_mask": np.ones(16, np.float32),
+    }
     before = a.actor_tensors()
     a.update(b)  # critic warm-up: the actor is frozen on the remote learner too
     assert all(np.array_equal(before[k], v) for k, v in a.actor_tensors().items())

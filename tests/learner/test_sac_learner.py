@@ -107,8 +107,8 @@ def test_critic_warmup_keeps_actor_and_temperature_then_releases_them():
 
 def _gap_after_updates(weight: float) -> tuple[float, float, dict]:
     torch.manual_seed(0)
-    a = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, bc_weight=weight, critic_warmup_updates=0), 3,
-                     gym.spaces.Box(-1, 1, (2,), np.float32))
+    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, bc_weight=weight, critic_warmup_updates=0)
+    a = sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
     b = {**batch(1.0, 1.0), "bc_mask": np.ones(B, np.float32)}
     gap0 = _actor_gap(a, b)
     for _ in range(60):

@@ -106,8 +106,16 @@ def run_dir(tmp_path):
 
 
 def lockstep(tmp_path, store, rec, **cfg):
-    loop = LoopConfig(robot="sim", real_steps=cfg.pop("real_steps", 6 * LENGTH), eval_every_episodes=3, wm_every_episodes=4,
-                      synth_every_episodes=2, checkpoint_every_episodes=5, tensorboard=False, **cfg)
+    loop = LoopConfig(
+        robot="sim",
+        real_steps=cfg.pop("real_steps", 6 * LENGTH),
+        eval_every_episodes=3,
+        wm_every_episodes=4,
+        synth_every_episodes=2,
+        checkpoint_every_episodes=5,
+        tensorboard=False,
+        **cfg,
+    )
     collector = Local(Collector(rec, store))
     parts = Parts(learner=Local(Learner(rec)), collector=collector, evaluator=collector,
                   world_model=Local(WorldModel(rec)), synth=Local(Synth(rec)))
@@ -126,7 +134,10 @@ def test_a_lockstep_round_runs_the_named_steps_in_order_at_their_cadences(tmp_pa
     first = [("evaluator", "evaluate"), ("collector", "episode"), ("world_model", "train"), ("synth", "generate"),
              ("learner", "learn"), ("learner", "export")]
     assert rec.calls[1:1 + len(first)] == first and rec.calls[0] == ("learner", "pretrain")
-    per_round = [[c for c in rec.calls if c == ("world_model", "train")], [c for c in rec.calls if c == ("synth", "generate")]]
+    per_round = [
+        [c for c in rec.calls if c == ("world_model", "train")],
+        [c for c in rec.calls if c == ("synth", "generate")],
+    ]
     assert len(per_round[0]) == 2 and len(per_round[1]) == 4  # episodes 1 and 4 (every 4); 1, 2, 4, 6 (every 2)
     # evaluations: before, after episodes 3 and 6, and the final one
     assert sum(c == ("evaluator", "evaluate") for c in rec.calls) == 4
@@ -186,10 +197,19 @@ def test_the_async_schedule_learns_while_the_world_model_trains(tmp_path):
     def robot_commits(_row=None):  # the bridge commits on the robot's clock: here, one episode per round
         writer.append_episode(make_episode(next(committed), LENGTH))
 
-    loop_cfg = LoopConfig(robot="bridge", real_steps=3 * LENGTH, eval_episodes=0, wm_every_episodes=100, tensorboard=False)
+    loop_cfg = LoopConfig(
+        robot="bridge", real_steps=3 * LENGTH, eval_episodes=0, wm_every_episodes=100, tensorboard=False
+    )
     parts = Parts(learner=Local(Learner(rec)), world_model=SlowPart(rec, polls=2))
     rows = []
-    loop = Loop(tmp_path, loop_cfg, parts, schedule_for(loop_cfg), on_round=lambda r: (rows.append(r), robot_commits()), idle_s=0)
+    loop = Loop(
+        tmp_path,
+        loop_cfg,
+        parts,
+        schedule_for(loop_cfg),
+        on_round=lambda r: (rows.append(r), robot_commits()),
+        idle_s=0,
+    )
     loop.start()
     robot_commits()
     while loop.seen_steps < loop_cfg.real_steps:

@@ -12,7 +12,14 @@ from ..store.helpers import make_episode, new_store
 
 @pytest.mark.parametrize(
     "q_real,q_pos,q_neg,want",
-    [(0.5, 1.0, 0.0, 0.5), (0.8, 1.0, 0.0, 0.8), (1.5, 1.0, 0.0, 1.0), (-1.0, 1.0, 0.0, 0.0), (0.3, 0.7, 0.7, 0.5), (2.0, 3.0, 1.0, 0.5)],
+    [
+        (0.5, 1.0, 0.0, 0.5),
+        (0.8, 1.0, 0.0, 0.8),
+        (1.5, 1.0, 0.0, 1.0),
+        (-1.0, 1.0, 0.0, 0.0),
+        (0.3, 0.7, 0.7, 0.5),
+        (2.0, 3.0, 1.0, 0.5),
+    ],
 )
 def test_lambda(q_real, q_pos, q_neg, want):
     assert q_aware_lambda(q_real, q_pos, q_neg) == pytest.approx(want)
@@ -51,7 +58,9 @@ def test_hyperbolic_pacing_and_modes():
     assert p.rho == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize("mode,cls,synthetic", [("off", RealDataMixer, False), ("naive", NaiveMixer, True), ("ppl", PPLMixer, True)])
+@pytest.mark.parametrize(
+    "mode,cls,synthetic", [("off", RealDataMixer, False), ("naive", NaiveMixer, True), ("ppl", PPLMixer, True)]
+)
 def test_the_mode_picks_the_mixer_once(mode, cls, synthetic):
     assert mixer_class(PPLConfig(mode=mode)) is cls and cls.uses_synthetic is synthetic
 
@@ -119,7 +128,8 @@ def test_ppl_batch_composition(tmp_path):
 
 def test_ppl_zeroes_synthetic_samples_when_only_the_optimistic_pool_exists(tmp_path):
     demo, online, pos, _ = stores(tmp_path)
-    mixer = mix(PPLConfig(entropy_ema=0.0, q_probe_every=1, delta_q=0.05), demo, online, pos, None, FakeCritic([2.0, -2.0]), -2.0)
+    cfg = PPLConfig(entropy_ema=0.0, q_probe_every=1, delta_q=0.05)
+    mixer = mix(cfg, demo, online, pos, None, FakeCritic([2.0, -2.0]), -2.0)
     rng = np.random.default_rng(1)
     mixer.sample(rng, 100)
     b = mixer.sample(rng, 100)  # rho 0.3: 30 synthetic, all from the success pool (Q 0.5 > 0.3)

@@ -35,7 +35,8 @@ def test_writer_rejects_bad_rows(tmp_path, bad):
 def test_partial_last_line_waits_and_malformed_lines_are_counted(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text(
-        '{"step": 1, "time": 1.0, "a": 1}\nnot json\n[1, 2]\n{"step": "x", "time": 1, "a": 1}\n{"step": 2, "time": 2.0, "a": 2}\n{"step": 3, "ti'
+        '{"step": 1, "time": 1.0, "a": 1}\nnot json\n[1, 2]\n{"step": "x", "time": 1, "a": 1}\n'
+        '{"step": 2, "time": 2.0, "a": 2}\n{"step": 3, "ti'
     )
     r = MetricsReader(tmp_path)
     assert [row["step"] for row in r.refresh()] == [1, 2]

@@ -89,7 +89,11 @@ def test_sampler_sees_new_commits(tmp_path):
 
 @pytest.mark.parametrize(
     "weights,batch,want",
-    [({"a": 0.5, "b": 0.5}, 256, {"a": 128, "b": 128}), ({"a": 1, "b": 2}, 10, {"a": 3, "b": 7}), ({"a": 1, "b": 1, "c": 1}, 4, {"a": 2, "b": 1, "c": 1})],
+    [
+        ({"a": 0.5, "b": 0.5}, 256, {"a": 128, "b": 128}),
+        ({"a": 1, "b": 2}, 10, {"a": 3, "b": 7}),
+        ({"a": 1, "b": 1, "c": 1}, 4, {"a": 2, "b": 1, "c": 1}),
+    ],
 )
 def test_split_counts(weights, batch, want):
     assert split_counts(weights, batch) == want

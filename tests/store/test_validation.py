@@ -11,7 +11,7 @@ from .helpers import make_episode, new_store, small_schema
 
 def chunk_files(store, group="demo"):
     out = []
-    for d, _, files in os.walk(store.root / group / "data"):
+    for _dirpath, _, files in os.walk(store.root / group / "data"):
         out += [f for f in files if f != "zarr.json"]
     return out
 
@@ -111,6 +111,7 @@ def test_group_rules(tmp_path):
     with pytest.raises(StoreError, match="does not exist"):
         store.reader("real")
     with pytest.raises(SchemaError, match="another schema"):
-        store.ensure_group("demo", small_schema().model_copy(update={"keys": {**small_schema().keys, "proprio": KeySpec(dtype="float32", shape=(5,))}}))
+        wider = {**small_schema().keys, "proprio": KeySpec(dtype="float32", shape=(5,))}
+        store.ensure_group("demo", small_schema().model_copy(update={"keys": wider}))
     with pytest.raises(StoreError, match="no episode store"):
         EpisodeStore(tmp_path / "elsewhere")

@@ -4,9 +4,8 @@
 import sys
 import time
 
-from worldsample.store import EpisodeStore
-
 from tests.store.helpers import make_episode
+from worldsample.store import EpisodeStore
 
 
 def main(run_dir: str, count: int, step_sleep: float) -> None:

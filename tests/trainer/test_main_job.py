@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from worldsample.store import EpisodeStore
 
@@ -31,7 +30,8 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     # recorded by the bridge from the DDS streams: the profile's keys, with the policy's version
     assert "proprio" in store.schema("real").keys
     assert any(r.policy_version is not None for r in real.records.values())
-    assert subprocess.run([sys.executable, "-m", "services.cli.main", "store", "verify", str(run)], cwd=ROOT, env=env).returncode == 0
+    verify = subprocess.run([sys.executable, "-m", "services.cli.main", "store", "verify", str(run)], cwd=ROOT, env=env)
+    assert verify.returncode == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("eval/success_rate" in r for r in rows) and any("wm/version" in r for r in rows)
     assert any(k.startswith("wm_eval/h1/") for r in rows for k in r)

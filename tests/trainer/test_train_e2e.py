@@ -80,7 +80,8 @@ def test_train_kill_and_resume(tmp_path):
     finally:
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
-    subprocess.run([str(Path(sys.executable).parent / "ray"), "stop", "--force"], capture_output=True)  # the killed driver's local Ray
+    # the killed driver's local Ray
+    subprocess.run([str(Path(sys.executable).parent / "ray"), "stop", "--force"], capture_output=True)
 
     before = rows(tmp_path)
     steps_before = max(r["step"] for r in before)

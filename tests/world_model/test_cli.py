@@ -4,8 +4,8 @@ import json
 
 from typer.testing import CliRunner
 
-from tests.world_model.helpers import toy_store
 from services.cli.wm_cmd import app
+from tests.world_model.helpers import toy_store
 
 TINY = [
     "--set",

@@ -18,7 +18,11 @@ def trained(toy_run, tmp_path_factory):
     cfg = tiny_config("regression", ae_steps=150, dyn_steps=150)
     losses = []
     model, path = train_run(
-        toy_run, cfg, "demo", on_step=lambda s, i, l: losses.append((s, l)), out_dir=tmp_path_factory.mktemp("ckpt")
+        toy_run,
+        cfg,
+        "demo",
+        on_step=lambda s, i, loss: losses.append((s, loss)),
+        out_dir=tmp_path_factory.mktemp("ckpt"),
     )
     return model, path, losses
 
@@ -26,7 +30,7 @@ def trained(toy_run, tmp_path_factory):
 def test_losses_fall(trained):
     _, _, losses = trained
     for stage in ("autoencoder", "dynamics"):
-        v = np.array([l for s, l in losses if s == stage])
+        v = np.array([loss for s, loss in losses if s == stage])
         assert len(v) == 150 and v[-25:].mean() < 0.5 * v[:25].mean(), stage
 
 
@@ -100,7 +104,9 @@ def test_state_only_model_is_scored_by_vector_error(toy_run, tmp_path):
     cfg = tiny_config("regression", ae_steps=150, dyn_steps=200)
     cfg.image_keys, cfg.vector_keys = [], {"proprio": 4}
     model, _ = train_run(toy_run, cfg, "demo", out_dir=tmp_path)
-    src = WindowSource(EpisodeStore(toy_run), {"demo": 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every, split="heldout")
+    src = WindowSource(
+        EpisodeStore(toy_run), {"demo": 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every, split="heldout"
+    )
     with pytest.raises(NotEnoughDataError, match="image"):
         evaluate(model, src, horizons=[1])
     rep = evaluate_vectors(model, src, horizons=[1, 3], per_episode=8)

@@ -13,8 +13,12 @@ class LearnerConfig(BaseModel):
     obs_keys: list[str] = Field(["state"], min_length=1, description="vector observation keys fed to actor and critics")
     hidden: list[int] = Field([256, 256], min_length=1)
     layer_norm: bool = Field(True, description="LayerNorm in the critic (and actor) MLPs")
-    critics: int = Field(2, ge=2, le=20, description="critic ensemble size; 2 is RLlib's twin-Q SAC (HIL-SERL), 10 is RLPD")
-    target_subset: int = Field(2, ge=1, description="Bellman target: min over a random subset of this many target critics")
+    critics: int = Field(
+        2, ge=2, le=20, description="critic ensemble size; 2 is RLlib's twin-Q SAC (HIL-SERL), 10 is RLPD"
+    )
+    target_subset: int = Field(
+        2, ge=1, description="Bellman target: min over a random subset of this many target critics"
+    )
     gamma: float = Field(0.97, gt=0.0, le=1.0)
     n_step: int = Field(1, ge=1)
     lr: float = Field(3e-4, gt=0.0)
@@ -23,11 +27,25 @@ class LearnerConfig(BaseModel):
     target_entropy: float | None = Field(None, description="default -|A| / 2")
     batch_size: int = Field(256, ge=2)
     utd: int = Field(2, ge=1, description="gradient updates per new real environment step")
-    bc_weight: float = Field(1.0, ge=0.0, description="behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC")
-    bc_pretrain_steps: int = Field(3000, ge=0, description="actor steps of maximum-likelihood behaviour cloning on the demos before online learning")
-    critic_warmup_updates: int = Field(300, ge=0, description="first updates train only the critics (actor and temperature fixed)")
+    bc_weight: float = Field(
+        1.0,
+        ge=0.0,
+        description=(
+            "behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC"
+        ),
+    )
+    bc_pretrain_steps: int = Field(
+        3000,
+        ge=0,
+        description="actor steps of maximum-likelihood behaviour cloning on the demos before online learning",
+    )
+    critic_warmup_updates: int = Field(
+        300, ge=0, description="first updates train only the critics (actor and temperature fixed)"
+    )
     num_learners: int = Field(0, ge=0, description="0: the learner runs in-process; >0: remote Ray learners")
-    num_gpus_per_learner: float = Field(0.0, ge=0.0, description="GPU share of each learner (with num_learners >= 1, or 1 for the local one)")
+    num_gpus_per_learner: float = Field(
+        0.0, ge=0.0, description="GPU share of each learner (with num_learners >= 1, or 1 for the local one)"
+    )
     seed: int = 0
 
     @model_validator(mode="after")

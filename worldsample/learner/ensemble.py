@@ -36,8 +36,12 @@ class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
                              f"(got {self.num_critics}, {self.target_subset})")
         if not self.inference_only:
             extra = self.num_critics - 2
-            self.qf_extra_encoders = torch.nn.ModuleList([self.catalog.build_qf_encoder(framework="torch") for _ in range(extra)])
-            self.qf_extra_heads = torch.nn.ModuleList([self.catalog.build_qf_head(framework="torch") for _ in range(extra)])
+            self.qf_extra_encoders = torch.nn.ModuleList(
+                [self.catalog.build_qf_encoder(framework="torch") for _ in range(extra)]
+            )
+            self.qf_extra_heads = torch.nn.ModuleList(
+                [self.catalog.build_qf_head(framework="torch") for _ in range(extra)]
+            )
 
     # -- networks ----------------------------------------------------------------------------------
     def make_target_networks(self):
@@ -54,7 +58,11 @@ class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
                 (self.qf_extra_heads, self.target_qf_extra_heads)]
 
     def _critics(self) -> list[tuple[Any, Any]]:
-        return [(self.qf_encoder, self.qf), (self.qf_twin_encoder, self.qf_twin), *zip(self.qf_extra_encoders, self.qf_extra_heads)]
+        return [
+            (self.qf_encoder, self.qf),
+            (self.qf_twin_encoder, self.qf_twin),
+            *zip(self.qf_extra_encoders, self.qf_extra_heads),
+        ]
 
     def _targets(self) -> list[tuple[Any, Any]]:
         return [(self.target_qf_encoder, self.target_qf), (self.target_qf_twin_encoder, self.target_qf_twin),
@@ -94,5 +102,6 @@ class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
         out["q_curr"] = self.compute_q_values({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})
         for p in params:
             p.requires_grad = True
-        out["q_target_next"] = self.forward_target({Columns.OBS: batch[Columns.NEXT_OBS], Columns.ACTIONS: actions_next.detach()}).detach()
+        target_in = {Columns.OBS: batch[Columns.NEXT_OBS], Columns.ACTIONS: actions_next.detach()}
+        out["q_target_next"] = self.forward_target(target_in).detach()
         return out

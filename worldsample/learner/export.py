@@ -11,8 +11,15 @@ import numpy as np
 from worldsample.policy import ObsInput, PolicyConfig, PolicyRegistry
 
 
-def actor_policy(tensors: dict[str, np.ndarray], obs_dims: dict[str, int], hidden: list[int], layer_norm: bool,
-                 low: np.ndarray, high: np.ndarray, source: dict[str, Any] | None = None) -> tuple[PolicyConfig, dict[str, np.ndarray]]:
+def actor_policy(
+    tensors: dict[str, np.ndarray],
+    obs_dims: dict[str, int],
+    hidden: list[int],
+    layer_norm: bool,
+    low: np.ndarray,
+    high: np.ndarray,
+    source: dict[str, Any] | None = None,
+) -> tuple[PolicyConfig, dict[str, np.ndarray]]:
     stride = 3 if layer_norm else 2  # Linear[, LayerNorm], ReLU
     out: dict[str, np.ndarray] = {}
     for i in range(len(hidden)):

@@ -18,8 +18,8 @@ import torch
 from ray.rllib.algorithms.sac import SACConfig
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
+from ray.rllib.core.models.base import ENCODER_OUT
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
@@ -42,13 +42,19 @@ class PPLSACLearner(SACTorchLearner):
         module = self._module[module_id]
         if getattr(module, "num_critics", 2) > 2:
             params = self.get_parameters(module.qf_extra_encoders) + self.get_parameters(module.qf_extra_heads)
-            self.register_optimizer(module_id=module_id, optimizer_name="qf_extra", optimizer=torch.optim.Adam(params, eps=1e-7),
-                                    params=params, lr_or_lr_schedule=config.critic_lr)
+            self.register_optimizer(
+                module_id=module_id,
+                optimizer_name="qf_extra",
+                optimizer=torch.optim.Adam(params, eps=1e-7),
+                params=params,
+                lr_or_lr_schedule=config.critic_lr,
+            )
 
     def _extra_critic_loss(self, module_id, config, batch, fwd_out) -> torch.Tensor:
         """Critics 2..N-1 of an ensemble regress onto the same weighted Bellman target as RLlib's two."""
         alpha = torch.exp(self.curr_log_alpha[module_id]).detach()
-        q_next = (1.0 - batch[Columns.TERMINATEDS].float()) * (fwd_out["q_target_next"] - alpha * fwd_out["logp_next_resampled"])
+        soft_q_next = fwd_out["q_target_next"] - alpha * fwd_out["logp_next_resampled"]
+        q_next = (1.0 - batch[Columns.TERMINATEDS].float()) * soft_q_next
         target = (batch[Columns.REWARDS] + (config.gamma ** batch["n_step"]) * q_next).detach()
         huber = torch.nn.HuberLoss(reduction="none", delta=1.0)
         return sum(torch.mean(batch["weights"] * huber(pred, target)) for pred in fwd_out[EXTRA_PREDS])
@@ -61,13 +67,16 @@ class PPLSACLearner(SACTorchLearner):
         grads = super().compute_gradients(loss_per_module, **kwargs)
         if self.actor_frozen:
             for name in ("policy", "alpha"):  # the critics (all of an ensemble) keep learning
-                for pid, p in self.filter_param_dict_for_optimizer(self._params, self.get_optimizer(MODULE, name)).items():
+                frozen_params = self.filter_param_dict_for_optimizer(self._params, self.get_optimizer(MODULE, name))
+                for pid, p in frozen_params.items():
                     grads.pop(pid, None)
                     p.grad = None  # Adam skips parameters without a gradient
         return grads
 
     def _compute_loss_for_module_continuous(self, *, module_id, config, batch, fwd_out):
-        total = super()._compute_loss_for_module_continuous(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        total = super()._compute_loss_for_module_continuous(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
         if EXTRA_PREDS in fwd_out:
             extra = self._extra_critic_loss(module_id, config, batch, fwd_out)
             self._temp_losses[(module_id, "qf_extra_loss")] = extra
@@ -93,7 +102,9 @@ class PPLSACLearner(SACTorchLearner):
         low, high = (torch.as_tensor(x, device=u.device) for x in (module.action_space.low, module.action_space.high))
         return low + (torch.tanh(u) + 1.0) * 0.5 * (high - low)
 
-    def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int, batch_size: int, seed: int) -> dict[str, float]:
+    def bc_pretrain(
+        self, obs: np.ndarray, actions: np.ndarray, steps: int, batch_size: int, seed: int
+    ) -> dict[str, float]:
         """Behaviour cloning of the actor on (obs, action) pairs with the actor's own optimiser:
         the squashed mean regresses onto the actions (squared error), and the spread is fitted by
         likelihood around that mean (mean and features detached), so the exploring policy starts with noise the
@@ -103,7 +114,8 @@ class PPLSACLearner(SACTorchLearner):
         dist_cls = module.get_train_action_dist_cls()
         gen = torch.Generator().manual_seed(seed)
         x = torch.as_tensor(obs, device=self._device)
-        low, high = (torch.as_tensor(v, device=self._device) for v in (module.action_space.low, module.action_space.high))
+        space = module.action_space
+        low, high = (torch.as_tensor(v, device=self._device) for v in (space.low, space.high))
         a = torch.as_tensor(actions, device=self._device)
         # the likelihood of a squashed Gaussian needs actions strictly inside the bounds
         a_in = low + ((2.0 * (a - low) / (high - low) - 1.0).clamp(-0.995, 0.995) + 1.0) * 0.5 * (high - low)
@@ -132,7 +144,10 @@ class PPLSACLearner(SACTorchLearner):
     @torch.no_grad()
     def ppl_q_values(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         module = self.module[MODULE]
-        batch = {"obs": torch.as_tensor(obs, device=self._device), "actions": torch.as_tensor(actions, device=self._device)}
+        batch = {
+            "obs": torch.as_tensor(obs, device=self._device),
+            "actions": torch.as_tensor(actions, device=self._device),
+        }
         return module.compute_q_values(batch).cpu().numpy()
 
     @torch.no_grad()
@@ -147,7 +162,11 @@ class PPLSACLearner(SACTorchLearner):
     def actor_tensors(self) -> dict[str, np.ndarray]:
         """The actor's weights (pi encoder MLP + pi head) as numpy arrays, named as in RLlib."""
         sd = self.module[MODULE].state_dict()
-        return {k: v.detach().cpu().float().numpy().copy() for k, v in sd.items() if k.startswith(("pi_encoder.", "pi.net."))}
+        return {
+            k: v.detach().cpu().float().numpy().copy()
+            for k, v in sd.items()
+            if k.startswith(("pi_encoder.", "pi.net."))
+        }
 
     @torch.no_grad()
     def deterministic_actions(self, obs: np.ndarray) -> np.ndarray:
@@ -159,7 +178,8 @@ class PPLSACLearner(SACTorchLearner):
 
 
 def flatten_obs(batch: Batch, keys: list[str], prefix: str = "obs/") -> np.ndarray:
-    return np.concatenate([batch[f"{prefix}{k}"].reshape(len(batch[f"{prefix}{k}"]), -1) for k in keys], axis=1).astype(np.float32)
+    columns = [batch[f"{prefix}{k}"].reshape(len(batch[f"{prefix}{k}"]), -1) for k in keys]
+    return np.concatenate(columns, axis=1).astype(np.float32)
 
 
 class SACAgent:
@@ -169,7 +189,10 @@ class SACAgent:
         self.cfg = cfg
         self.obs_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
         self.action_space = action_space
-        self.target_entropy = cfg.target_entropy if cfg.target_entropy is not None else -float(np.prod(action_space.shape)) / 2
+        if cfg.target_entropy is not None:
+            self.target_entropy = cfg.target_entropy
+        else:
+            self.target_entropy = -float(np.prod(action_space.shape)) / 2
         torch.manual_seed(cfg.seed)
         algo = (
             SACConfig()
@@ -187,8 +210,12 @@ class SACAgent:
                 train_batch_size_per_learner=cfg.batch_size,
             )
             .rl_module(**self._module_args(cfg))
-            .learners(num_learners=cfg.num_learners, num_gpus_per_learner=cfg.num_gpus_per_learner, learner_class=PPLSACLearner,
-                      learner_config_dict={"bc_weight": cfg.bc_weight})
+            .learners(
+                num_learners=cfg.num_learners,
+                num_gpus_per_learner=cfg.num_gpus_per_learner,
+                learner_class=PPLSACLearner,
+                learner_config_dict={"bc_weight": cfg.bc_weight},
+            )
             .debugging(seed=cfg.seed)
         )
         self.group = algo.build_learner_group()
@@ -197,11 +224,19 @@ class SACAgent:
 
     @staticmethod
     def _module_args(cfg: LearnerConfig) -> dict:
-        model = DefaultModelConfig(fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[])
+        model = DefaultModelConfig(
+            fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[]
+        )
         if cfg.critics == 2:
             return {"model_config": model}  # RLlib's own twin-Q module
-        return {"rl_module_spec": RLModuleSpec(module_class=EnsembleSACTorchRLModule),
-                "model_config": {**dataclasses.asdict(model), "num_critics": cfg.critics, "target_subset": cfg.target_subset}}
+        return {
+            "rl_module_spec": RLModuleSpec(module_class=EnsembleSACTorchRLModule),
+            "model_config": {
+                **dataclasses.asdict(model),
+                "num_critics": cfg.critics,
+                "target_subset": cfg.target_subset,
+            },
+        }
 
     def _on_learner(self, fn, **kwargs):
         """Run fn on the (first) learner: in-process, or inside the remote Ray learner actor."""
@@ -239,12 +274,17 @@ class SACAgent:
 
     def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int) -> dict[str, float]:
         """Behaviour-clone the actor before online learning; returns the final losses."""
-        return self._on_learner(lambda learner, o, a: learner.bc_pretrain(o, a, steps, self.cfg.batch_size, self.cfg.seed),
-                                o=obs.astype(np.float32), a=actions.astype(np.float32))
+        return self._on_learner(
+            lambda learner, o, a: learner.bc_pretrain(o, a, steps, self.cfg.batch_size, self.cfg.seed),
+            o=obs.astype(np.float32),
+            a=actions.astype(np.float32),
+        )
 
     def q_values(self, batch: Batch) -> np.ndarray:
         obs = flatten_obs(batch, self.cfg.obs_keys)
-        return self._on_learner(lambda learner, o, a: learner.ppl_q_values(o, a), o=obs, a=batch["action"].astype(np.float32))
+        return self._on_learner(
+            lambda learner, o, a: learner.ppl_q_values(o, a), o=obs, a=batch["action"].astype(np.float32)
+        )
 
     def entropy(self, batch: Batch) -> float:
         obs = flatten_obs(batch, self.cfg.obs_keys)

@@ -29,8 +29,12 @@ def _cpu_learner() -> LearnerConfig:
 class LoopConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    robot: Literal["sim", "bridge"] = Field("sim", description="sim: a local actor steps the simulated arm; bridge: learn from what the bridge commits")
-    bridge_wait_s: float = Field(120.0, gt=0, description="robot=bridge: how long to wait for the bridge to create the `real` group")
+    robot: Literal["sim", "bridge"] = Field(
+        "sim", description="sim: a local actor steps the simulated arm; bridge: learn from what the bridge commits"
+    )
+    bridge_wait_s: float = Field(
+        120.0, gt=0, description="robot=bridge: how long to wait for the bridge to create the `real` group"
+    )
     real_steps: int = Field(4000, ge=1, description="budget of real environment steps")
     reward: Literal["success", "task"] = Field(
         "success", description="success: sparse 1 at the successful (terminal) step, as HIL-SERL's reward classifier; "
@@ -39,13 +43,17 @@ class LoopConfig(BaseModel):
     reward_scale: float = Field(0.1, gt=0.0, description="reward=task: the learner sees the task's reward times this")
     explore: bool = Field(True, description="the robot samples from the stochastic policy")
     interventions: bool = Field(True, description="a simulated human takes over when the policy strays (HIL-SERL)")
-    eval_episodes: int = Field(20, ge=0, description="held-out initial states per evaluation of the deterministic policy")
+    eval_episodes: int = Field(
+        20, ge=0, description="held-out initial states per evaluation of the deterministic policy"
+    )
     eval_every_episodes: int = Field(5, ge=1)
     export_every_episodes: int = Field(1, ge=1)
     wm_every_episodes: int = Field(10, ge=1, description="continual world-model post-training cadence")
     synth_every_episodes: int = Field(2, ge=1)
     synth_branches: int = Field(32, ge=1)
-    wm_eval_horizons: list[int] = Field([1, 8], description="world-model fidelity in the run summary at these horizons; [] skips it")
+    wm_eval_horizons: list[int] = Field(
+        [1, 8], description="world-model fidelity in the run summary at these horizons; [] skips it"
+    )
     tensorboard: bool = Field(True, description="mirror metrics as TensorBoard scalars in RUN/tensorboard/")
     checkpoint_every_episodes: int = Field(5, ge=1)
     min_real_for_learning: int = Field(256, ge=1, description="transitions (demo + online) before the first update")

@@ -27,7 +27,9 @@ def learner_spaces(store: EpisodeStore, loop: LoopConfig) -> tuple[dict[str, int
 
 
 class Learning:
-    def __init__(self, run_dir: str | Path, loop: LoopConfig, obs_dims: dict[str, int], low: np.ndarray, high: np.ndarray):
+    def __init__(
+        self, run_dir: str | Path, loop: LoopConfig, obs_dims: dict[str, int], low: np.ndarray, high: np.ndarray
+    ):
         import gymnasium as gym
 
         from worldsample.learner.sac import SACAgent
@@ -93,8 +95,11 @@ class Learning:
         obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
         actions = np.concatenate([ep["action"] for ep in eps])
         losses = self.algorithm.pretrain(obs, actions)
-        return {**{f"pretrain/{k}": v for k, v in losses.items()},
-                "pretrain/bc_steps": float(self.loop.learner.bc_pretrain_steps), "pretrain/transitions": float(len(actions))}
+        return {
+            **{f"pretrain/{k}": v for k, v in losses.items()},
+            "pretrain/bc_steps": float(self.loop.learner.bc_pretrain_steps),
+            "pretrain/transitions": float(len(actions)),
+        }
 
     def export(self, source: dict) -> int:
         """Publish the actor to the policy registry; its version."""

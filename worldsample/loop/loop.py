@@ -99,10 +99,14 @@ class _Metrics:
 def check_run_dir(run_dir: Path, resume: bool) -> EpisodeStore:
     """The run's store, after checking the run can be trained (demos present; a trainer only on resume)."""
     if RunFiles.of(run_dir).trainer.exists() and not resume:
-        raise RunDirectoryError(f"{run_dir} already has a trainer; pass --resume to continue it, or use a new run directory")
+        raise RunDirectoryError(
+            f"{run_dir} already has a trainer; pass --resume to continue it, or use a new run directory"
+        )
     store = EpisodeStore(run_dir)
     if "demo" not in store.groups:
-        raise RunDirectoryError(f"{run_dir} has no demonstrations; run `worldsample demos collect --out {run_dir}` first")
+        raise RunDirectoryError(
+            f"{run_dir} has no demonstrations; run `worldsample demos collect --out {run_dir}` first"
+        )
     return store
 
 
@@ -184,10 +188,14 @@ class Loop:
             if pre:
                 get(learner, "export", {"round": -1, "real_steps": 0, "pretrain": True})
                 self.metrics.log(0, pre)
-                self.events.emit("pretrain", f"behaviour cloning on {int(pre['pretrain/transitions'])} demo transitions, "
-                                             f"action error {pre['pretrain/bc_mse']:.3f}")
+                self.events.emit(
+                    "pretrain",
+                    f"behaviour cloning on {int(pre['pretrain/transitions'])} demo transitions, "
+                    f"action error {pre['pretrain/bc_mse']:.3f}",
+                )
         self.real.refresh()
-        self.seen_steps = self.real.num_steps  # the store is the truth: episodes committed after the checkpoint count once
+        # the store is the truth: episodes committed after the checkpoint count once
+        self.seen_steps = self.real.num_steps
         if self._evaluates():
             self.summary.success_before = self._evaluation()
             self.metrics.log(self.seen_steps, {"eval/success_rate": self.summary.success_before})
@@ -223,7 +231,9 @@ class Loop:
                 self.events.emit(cmd.kind.value, f"training {'paused' if self.paused else 'resumed'} by request")
                 self.control.ack("trainer", cmd)
             else:
-                self.control.ack("trainer", cmd, result="ignored", note="the trainer does not relabel committed episodes")
+                self.control.ack(
+                    "trainer", cmd, result="ignored", note="the trainer does not relabel committed episodes"
+                )
         return self.paused
 
     # -- the steps of a round -----------------------------------------------------------------------
@@ -284,7 +294,8 @@ class Loop:
         """Due in this round: a multiple of `every` committed episodes was crossed (or, with
         `first`, this is the first round of the run)."""
         r = self.round
-        return (first and r.episodes_before == self.start_episodes) or r.episodes_now // every > r.episodes_before // every
+        first_round = first and r.episodes_before == self.start_episodes
+        return first_round or r.episodes_now // every > r.episodes_before // every
 
     def _evaluates(self) -> bool:
         return self.parts.evaluator is not None and self.cfg.eval_episodes > 0

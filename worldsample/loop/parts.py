@@ -35,7 +35,10 @@ def build_parts(run_dir: Path, cfg: RunConfig, store: EpisodeStore, make: Make =
     """Construct the run's parts in dependency order (the learner reads the `real` group, which the
     robot side creates first)."""
     loop, run = cfg.loop, str(run_dir)
-    collector = make("sim", SimCollector, (run, cfg.env, loop, cfg.intervention)) if schedule_for(loop).collects else None
+    if schedule_for(loop).collects:
+        collector = make("sim", SimCollector, (run, cfg.env, loop, cfg.intervention))
+    else:
+        collector = None
     wait_for_robot(store, collector, loop)
     evaluator = collector
     if collector is None and loop.eval_episodes:

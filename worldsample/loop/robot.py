@@ -63,7 +63,12 @@ class Evaluator:
                 if terminated or truncated:
                     break
         n = max(episodes, 1)
-        return {"success_rate": wins / n, "episodes": episodes, "policy_version": self.version, "mean_length": steps / n}
+        return {
+            "success_rate": wins / n,
+            "episodes": episodes,
+            "policy_version": self.version,
+            "mean_length": steps / n,
+        }
 
     def close(self) -> None:
         self.eval_env.close()

@@ -45,7 +45,9 @@ class WorldModelRounds:
         store = EpisodeStore(self.run_dir)
         for g in [g for g in ("real", "demo") if g in store.groups]:  # prefer the robot's own held-out episodes
             try:
-                source = WindowSource(store, {g: 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every, split="heldout")
+                source = WindowSource(
+                    store, {g: 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every, split="heldout"
+                )
                 fn = evaluate if model.cfg.image_keys else evaluate_vectors
                 return {"version": doc["version"], "group": g, **fn(model, source, horizons)}
             except NotEnoughDataError:

@@ -18,7 +18,10 @@ class MLPActor(nn.Module):
         self.config = config
         sizes = [config.obs_dim, *config.hidden]
         self.trunk = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
-        self.norm = nn.ModuleList(nn.LayerNorm(h, eps=config.layer_norm_eps) for h in config.hidden) if config.layer_norm else None
+        if config.layer_norm:
+            self.norm = nn.ModuleList(nn.LayerNorm(h, eps=config.layer_norm_eps) for h in config.hidden)
+        else:
+            self.norm = None
         self.mean = nn.Linear(sizes[-1], config.action_dim)
         self.log_std = nn.Linear(sizes[-1], config.action_dim) if config.stochastic else None
         if config.obs_normalization:

@@ -24,7 +24,10 @@ class NumpyActor:
         self.version = config.version
         n = len(config.hidden)
         self._layers = [(tensors[f"trunk.{i}.weight"], tensors[f"trunk.{i}.bias"]) for i in range(n)]
-        self._norms = [(tensors[f"norm.{i}.weight"], tensors[f"norm.{i}.bias"]) for i in range(n)] if config.layer_norm else None
+        if config.layer_norm:
+            self._norms = [(tensors[f"norm.{i}.weight"], tensors[f"norm.{i}.bias"]) for i in range(n)]
+        else:
+            self._norms = None
         self._mean = (tensors["mean.weight"], tensors["mean.bias"])
         self._log_std = (tensors["log_std.weight"], tensors["log_std.bias"]) if config.stochastic else None
         self._norm = (tensors["obs_mean"], tensors["obs_std"]) if config.obs_normalization else None
@@ -39,7 +42,9 @@ class NumpyActor:
             if shape is None or int(np.prod(shape)) != o.dim:
                 raise PolicyError(f"policy v{self.version} wants {o.key} of size {o.dim}; the robot has {shape}")
 
-    def act(self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None) -> np.ndarray:
+    def act(
+        self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         """The deterministic action, or with `explore` a sample of a stochastic policy."""
         x = np.concatenate([np.asarray(obs[o.key], np.float32).reshape(-1) for o in self.config.obs])
         if self._norm is not None:

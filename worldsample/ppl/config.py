@@ -11,7 +11,8 @@ class PPLConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Literal["off", "naive", "ppl"] = Field(
-        "ppl", description="off: real data only (RLPD/HIL-SERL); naive: fixed synthetic share; ppl: paced and Q-selected"
+        "ppl",
+        description="off: real data only (RLPD/HIL-SERL); naive: fixed synthetic share; ppl: paced and Q-selected",
     )
     rho_max: float = Field(0.3, ge=0.0, le=1.0, description="cap on the synthetic share of a batch")
     naive_share: float = Field(0.3, ge=0.0, le=1.0, description="synthetic share in naive mode")

@@ -55,7 +55,9 @@ class RealDataMixer:
                  interventions: GroupSampler | None = None):
         self.cfg = cfg
         self.demo, self.interventions = demo, interventions
-        groups = {"demo": demo, "online": online, **({"intervention": interventions} if interventions is not None else {})}
+        groups = {"demo": demo, "online": online}
+        if interventions is not None:
+            groups["intervention"] = interventions
         self.real = MixtureSampler(groups, {"demo": cfg.demo_share, "online": 1 - cfg.demo_share})
         self.pos: GroupSampler | None = None
         self.neg: GroupSampler | None = None
@@ -172,7 +174,10 @@ class PPLMixer(NaiveMixer):
         if actor_learning:
             self.pacer.observe(self.critic.entropy(probe))
         for attr, pool in (("q_pos", self.pos), ("q_neg", self.neg)):
-            q = float(self.critic.q_values(pool.nstep(rng, self.cfg.q_probe, n, gamma)).mean()) if _ready(pool) else float("nan")
+            if _ready(pool):
+                q = float(self.critic.q_values(pool.nstep(rng, self.cfg.q_probe, n, gamma)).mean())
+            else:
+                q = float("nan")
             setattr(self, attr, q)
 
     def _estimates_cover_pools(self) -> bool:
@@ -210,8 +215,14 @@ class PPLMixer(NaiveMixer):
 
     def _extra_metrics(self) -> dict[str, float]:
         p = self.pacer
-        return {"ppl/lambda": self.lam, "ppl/entropy": p.h_ema if p.h_ema is not None else float("nan"),
-                "ppl/entropy_norm": p.normalised, "ppl/q_real": self.q_real, "ppl/q_pos": self.q_pos, "ppl/q_neg": self.q_neg}
+        return {
+            "ppl/lambda": self.lam,
+            "ppl/entropy": p.h_ema if p.h_ema is not None else float("nan"),
+            "ppl/entropy_norm": p.normalised,
+            "ppl/q_real": self.q_real,
+            "ppl/q_pos": self.q_pos,
+            "ppl/q_neg": self.q_neg,
+        }
 
     def state(self) -> dict:
         return {**super().state(), "pacer": self.pacer.state()}

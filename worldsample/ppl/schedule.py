@@ -23,7 +23,10 @@ class EntropyPacer:
     def observe(self, entropy: float) -> None:
         if not math.isfinite(entropy):
             return  # a NaN from a diverged actor must not poison the schedule
-        self.h_ema = entropy if self.h_ema is None else self.cfg.entropy_ema * self.h_ema + (1 - self.cfg.entropy_ema) * entropy
+        if self.h_ema is None:
+            self.h_ema = entropy
+        else:
+            self.h_ema = self.cfg.entropy_ema * self.h_ema + (1 - self.cfg.entropy_ema) * entropy
         if self.h0 is None:
             self.h0 = entropy
 

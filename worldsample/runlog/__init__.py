@@ -6,11 +6,11 @@ line by line, and read tolerantly. Only the standard library and pydantic are im
 so the bridge and the trainer can use it without pulling in a web stack. See docs/dashboard.md.
 """
 
+from worldsample.paths import RunFiles
 from worldsample.runlog.control import ControlChannel, ControlCommand, ControlKind
 from worldsample.runlog.errors import ControlError, MetricsError, RunLogError
 from worldsample.runlog.events import Event, EventLog, EventReader
 from worldsample.runlog.metrics import MetricsReader, MetricsWriter
-from worldsample.paths import RunFiles
 from worldsample.runlog.status import RobotState, RunStatus, ServiceState, StatusFile
 
 __all__ = [

@@ -29,8 +29,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from worldsample.atomic import atomic_write_json
-from worldsample.runlog.errors import ControlError
 from worldsample.paths import RunFiles
+from worldsample.runlog.errors import ControlError
 
 log = logging.getLogger(__name__)
 

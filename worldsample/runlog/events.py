@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from worldsample.paths import RunFiles
 from worldsample.runlog.errors import RunLogError
 from worldsample.runlog.jsonl import JsonlAppender, JsonlTail
-from worldsample.paths import RunFiles
 
 KIND_RE = r"^[a-z][a-z0-9_.]{0,63}$"
 

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from worldsample.paths import RunFiles
 from worldsample.runlog.errors import MetricsError
 from worldsample.runlog.jsonl import JsonlAppender, JsonlTail
-from worldsample.paths import RunFiles
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
 RESERVED = ("step", "time")

@@ -32,7 +32,11 @@ __all__ = [
     "InterventionConfig",
     "RandomizationConfig",
     "SimArmConfig",
-    *_LAZY,
+    # the lazy names, spelled out so that linters and type checkers see them
+    "InterventionExpert",
+    "ScriptedExpert",
+    "SimArmEnv",
+    "make_env",
 ]
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from zarr.codecs import BloscCodec
 
 from worldsample.errors import SchemaError, StoreError
-from worldsample.store.schema import GroupSchema, KeySpec
 from worldsample.paths import RunFiles
+from worldsample.store.schema import GroupSchema, KeySpec
 
 GROUPS = ("demo", "real", "sim", "synthetic")
 Provenance = Literal["demo", "real", "sim", "synthetic"]

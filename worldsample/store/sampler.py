@@ -69,7 +69,9 @@ class GroupSampler:
         self.obs_keys = obs_keys or [k for k in reader.schema.obs_keys if k in reader.keys]
         self.where = where
         if step_key is not None and step_key not in reader.keys:
-            raise StoreError(f"group {reader.name!r} does not cache key {step_key!r} to select steps by; it has {reader.keys}")
+            raise StoreError(
+                f"group {reader.name!r} does not cache key {step_key!r} to select steps by; it has {reader.keys}"
+            )
         self.step_key = step_key
         if reward_key not in reader.keys:
             raise StoreError(f"group {reader.name!r} does not cache key {reward_key!r} to use as the reward")

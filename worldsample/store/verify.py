@@ -92,7 +92,9 @@ def verify_store(run_dir: Path, progress=None) -> VerifyReport:
             if rec.start % c:
                 rep.problems.append(f"{where}: start slot {rec.start} is not aligned to chunk length {c}")
             if rec.start < prev_end:
-                rep.problems.append(f"{where}: slots {rec.start}..{rec.end} overlap the previous episode (ends {prev_end})")
+                rep.problems.append(
+                    f"{where}: slots {rec.start}..{rec.end} overlap the previous episode (ends {prev_end})"
+                )
             prev_end = math.ceil(rec.end / c) * c
             try:
                 data = r.episode(rec.episode)
@@ -116,9 +118,13 @@ def verify_store(run_dir: Path, progress=None) -> VerifyReport:
             if data["done"][:-1].any():
                 rep.problems.append(f"{where}: done is set before the last step")
             if bool(data["done"][-1]) != rec.terminated:
-                rep.problems.append(f"{where}: last done flag {bool(data['done'][-1])} != record terminated {rec.terminated}")
+                rep.problems.append(
+                    f"{where}: last done flag {bool(data['done'][-1])} != record terminated {rec.terminated}"
+                )
             if int(data["intervention"].sum()) != rec.interventions:
-                rep.problems.append(f"{where}: {int(data['intervention'].sum())} intervention steps, record says {rec.interventions}")
+                rep.problems.append(
+                    f"{where}: {int(data['intervention'].sum())} intervention steps, record says {rec.interventions}"
+                )
             rep.episodes += 1
             rep.steps += rec.length
             if progress:

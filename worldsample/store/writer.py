@@ -182,7 +182,9 @@ class GroupWriter:
         ret = retention or self.retention
         if ret.max_episodes is None and ret.max_steps is None:
             return []
-        order = sorted(self._records.values(), key=lambda r: (r.wm_version if r.wm_version is not None else -1, r.episode))
+        order = sorted(
+            self._records.values(), key=lambda r: (r.wm_version if r.wm_version is not None else -1, r.episode)
+        )
         n_eps, n_steps = len(order), sum(r.length for r in order)
         dropped = []
         for r in order:

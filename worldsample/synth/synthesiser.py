@@ -28,7 +28,9 @@ class SynthStats:
     written: int = 0
     steps: int = 0
     successes: int = 0
-    dropped: dict[str, int] = field(default_factory=lambda: {"non_finite": 0, "out_of_bounds": 0, "uncertain": 0, "rejected": 0})
+    dropped: dict[str, int] = field(
+        default_factory=lambda: {"non_finite": 0, "out_of_bounds": 0, "uncertain": 0, "rejected": 0}
+    )
 
     def add(self, other: SynthStats) -> None:
         self.branches += other.branches
@@ -39,8 +41,13 @@ class SynthStats:
             self.dropped[k] += v
 
 
-def synthetic_schema(image_keys: list[str], vector_keys: dict[str, int], image_size: int, action_dim: int) -> GroupSchema:
-    obs = {k: KeySpec(dtype="uint8", shape=(image_size, image_size, 3), kind="image", camera=k.removeprefix("image_")) for k in image_keys}
+def synthetic_schema(
+    image_keys: list[str], vector_keys: dict[str, int], image_size: int, action_dim: int
+) -> GroupSchema:
+    obs = {
+        k: KeySpec(dtype="uint8", shape=(image_size, image_size, 3), kind="image", camera=k.removeprefix("image_"))
+        for k in image_keys
+    }
     obs.update({k: KeySpec(dtype="float32", shape=(n,), finite=True) for k, n in vector_keys.items()})
     return GroupSchema.build(obs, action_dim)
 
@@ -48,13 +55,16 @@ def synthetic_schema(image_keys: list[str], vector_keys: dict[str, int], image_s
 class Synthesiser:
     """`imaginer` is a `worldsample.world_model.Imaginer` (or anything with its `rollout`)."""
 
-    def __init__(self, store: EpisodeStore, imaginer, cfg: SynthConfig, action_low: np.ndarray, action_high: np.ndarray):
+    def __init__(
+        self, store: EpisodeStore, imaginer, cfg: SynthConfig, action_low: np.ndarray, action_high: np.ndarray
+    ):
         self.store, self.im, self.cfg = store, imaginer, cfg
         wm = imaginer.cfg
         self.keys = [*wm.image_keys, *wm.vector_keys]
         self.low, self.high = np.asarray(action_low, np.float32), np.asarray(action_high, np.float32)
         self.readers = {g: store.reader(g, keys=self.keys) for g in cfg.groups if g in store.groups}
-        store.ensure_group("synthetic", synthetic_schema(wm.image_keys, dict(wm.vector_keys), wm.image_size, wm.action_dim))
+        schema = synthetic_schema(wm.image_keys, dict(wm.vector_keys), wm.image_size, wm.action_dim)
+        store.ensure_group("synthetic", schema)
         self.rng = np.random.default_rng(cfg.seed)
 
     def real_steps(self) -> int:
@@ -104,8 +114,14 @@ class Synthesiser:
         cfg, st = self.cfg, SynthStats(branches=len(points))
         context, ctx_actions, segment = self._gather(points)
         actions = perturb_actions(segment, self.rng, cfg.scale, cfg.sigma, self.low, self.high)
-        roll = self.im.rollout(context, actions, context_actions=ctx_actions if cfg.context > 1 else None, domain=domain,
-                               seed=int(self.rng.integers(2**31)), uncertainty=cfg.max_uncertainty is not None)
+        roll = self.im.rollout(
+            context,
+            actions,
+            context_actions=ctx_actions if cfg.context > 1 else None,
+            domain=domain,
+            seed=int(self.rng.integers(2**31)),
+            uncertainty=cfg.max_uncertainty is not None,
+        )
         for b, (g, ep, t) in enumerate(points):
             obs = {key: np.concatenate([context[key][b, -1:], roll.frames[key][b, :-1]]) for key in self.keys}
             reward, success = roll.reward[b], roll.success[b] > cfg.success_threshold
@@ -120,8 +136,13 @@ class Synthesiser:
                     "done": done, "success": success[:end]}
             unc = float(roll.uncertainty[b].mean()) if roll.uncertainty is not None else None
             try:
-                writer.append_episode(step, wm_version=wm_version, domain="synthetic", source=SourceRef(group=g, episode=ep, step=t),
-                                      extra={"uncertainty": unc})
+                writer.append_episode(
+                    step,
+                    wm_version=wm_version,
+                    domain="synthetic",
+                    source=SourceRef(group=g, episode=ep, step=t),
+                    extra={"uncertainty": unc},
+                )
             except EpisodeRejected as e:
                 log.warning("synthetic episode rejected: %s", e)
                 st.dropped["rejected"] += 1
@@ -137,6 +158,7 @@ class Synthesiser:
             return "non_finite"
         if any(np.abs(v).max() > self.cfg.max_abs_vector for v in vectors):
             return "out_of_bounds"
-        if self.cfg.max_uncertainty is not None and roll.uncertainty is not None and roll.uncertainty[b].max() > self.cfg.max_uncertainty:
+        limit = self.cfg.max_uncertainty
+        if limit is not None and roll.uncertainty is not None and roll.uncertainty[b].max() > limit:
             return "uncertain"
         return None

@@ -35,7 +35,15 @@ __all__ = [
     "NotEnoughDataError",
     "WorldModelConfig",
     "WorldModelError",
-    *_LAZY,
+    # the lazy names, spelled out so that linters and type checkers see them
+    "Imaginer",
+    "Rollout",
+    "Trainer",
+    "WorldModel",
+    "evaluate",
+    "psnr",
+    "ssim",
+    "train_run",
 ]
 
 if TYPE_CHECKING:

@@ -24,7 +24,11 @@ class AutoencoderConfig(_Strict):
     width: int = Field(32, ge=4, le=512, description="channels at H/2 (twice that at H/4)")
     vector_latent_dim: int = Field(8, ge=1, le=256, description="MLP latent of the vector observations")
     residual_decode: bool = Field(
-        True, description="imagined frame (or vector) = last real one + decode(z_t) - decode(z_last_real); static parts stay exact")
+        True,
+        description=(
+            "imagined frame (or vector) = last real one + decode(z_t) - decode(z_last_real); static parts stay exact"
+        ),
+    )
     vector_grid: int = Field(4, ge=1, le=64, description="latent grid side when there is no camera")
 
 
@@ -85,7 +89,7 @@ class WorldModelConfig(_Strict):
     train: TrainConfig = Field(default_factory=TrainConfig)
 
     @model_validator(mode="after")
-    def _check(self) -> "WorldModelConfig":
+    def _check(self) -> WorldModelConfig:
         if not self.image_keys and not self.vector_keys:
             raise ValueError("a world model needs at least one image or vector observation key")
         if self.image_keys and self.image_size % 4:

@@ -43,7 +43,8 @@ class GroupWindows:
             return False
         if self.max_episodes is None:
             return True
-        earlier = [e for e in self.cache.episode_ids if e < episode and is_heldout(e, self.every) == (self.split == "heldout")]
+        want_heldout = self.split == "heldout"
+        earlier = [e for e in self.cache.episode_ids if e < episode and is_heldout(e, self.every) == want_heldout]
         return len(earlier) < self.max_episodes
 
     def episodes(self) -> list[int]:
@@ -88,7 +89,9 @@ class WindowSource:
             )
         self.weights = {g: w for g, w in weights.items() if w > 0}
         limit = max_episodes or {}
-        self.groups = {g: GroupWindows(store.reader(g, keys=keys), holdout_every, split, limit.get(g)) for g in self.weights}
+        self.groups = {
+            g: GroupWindows(store.reader(g, keys=keys), holdout_every, split, limit.get(g)) for g in self.weights
+        }
 
     def refresh(self) -> int:
         return sum(gw.reader.refresh() for gw in self.groups.values())

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from worldsample.world_model.data import WindowSource
+from worldsample.world_model.errors import NotEnoughDataError
 from worldsample.world_model.imagine import Imaginer
 from worldsample.world_model.metrics import psnr, ssim
 from worldsample.world_model.model import WorldModel
-from worldsample.world_model.errors import NotEnoughDataError
 
 
 def heldout_windows(source: WindowSource, length: int, per_episode: int) -> list[tuple[str, int]]:
@@ -52,7 +52,9 @@ def _rollouts(model: WorldModel, source: WindowSource, horizon: int, per_episode
         part = wins[i : i + batch]
         rows = {g: np.array([s for gg, s in part if gg == g])[:, None] + np.arange(K + horizon) for g in source.groups}
         rows = {g: r for g, r in rows.items() if len(r)}
-        data = {k: np.concatenate([source.table(g, k)[r] for g, r in rows.items()]) for k in [*keys, "action", "reward"]}
+        data = {
+            k: np.concatenate([source.table(g, k)[r] for g, r in rows.items()]) for k in [*keys, "action", "reward"]
+        }
         dom = np.concatenate([np.full(len(r), 1 if g == "sim" else 0) for g, r in rows.items()])
         out = im.rollout({k: data[k][:, :K] for k in keys}, data["action"][:, K - 1 : K - 1 + horizon],
                          context_actions=data["action"][:, : K - 1], domain=dom, seed=seed + i)
@@ -80,7 +82,8 @@ def evaluate(
     scores = {n: [] for n in ("psnr", "ssim", "copy_psnr", "copy_ssim", "recon_psnr", "reward_err")}
     strip = None
     windows = 0
-    for im, data, out, windows in _rollouts(model, source, H, per_episode, batch, seed, on_batch):
+    for im, data, out, n_windows in _rollouts(model, source, H, per_episode, batch, seed, on_batch):
+        windows = n_windows
         for k in cfg.image_keys:
             real, pred = data[k][:, K:], out.frames[k]
             copy = np.repeat(data[k][:, K - 1 : K], H, axis=1)
@@ -119,7 +122,8 @@ def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int
     K, H = cfg.dynamics.history, max(horizons)
     err = {k: [] for k in cfg.vector_keys} | {f"copy_{k}": [] for k in cfg.vector_keys} | {"reward": []}
     windows = 0
-    for _, data, out, windows in _rollouts(model, source, H, per_episode, batch, seed, None):
+    for _, data, out, n_windows in _rollouts(model, source, H, per_episode, batch, seed, None):
+        windows = n_windows
         for k in cfg.vector_keys:
             real = data[k][:, K:].reshape(len(data[k]), H, -1)
             copy = np.repeat(data[k][:, K - 1 : K].reshape(len(data[k]), 1, -1), H, axis=1)
@@ -127,12 +131,12 @@ def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int
             err[f"copy_{k}"].append(((copy - real) ** 2).mean(-1))
         err["reward"].append(np.abs(out.reward - data["reward"][:, K - 1 : K - 1 + H]))
     curve = {n: np.concatenate(v).mean(axis=0) for n, v in err.items()}
+    rmse_keys = [*cfg.vector_keys, *(f"copy_{k}" for k in cfg.vector_keys)]
     return {
         "windows": windows,
         "groups": list(source.groups),
         "generator": cfg.generator.kind,
-        "horizons": {str(h): {f"rmse_{k}": float(np.sqrt(curve[k][h - 1])) for k in [*cfg.vector_keys, *(f"copy_{k}" for k in cfg.vector_keys)]}
-                     for h in horizons},
+        "horizons": {str(h): {f"rmse_{k}": float(np.sqrt(curve[k][h - 1])) for k in rmse_keys} for h in horizons},
         "reward_mae": float(curve["reward"].mean()),
     }
 

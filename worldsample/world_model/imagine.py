@@ -5,9 +5,10 @@
     out.frames["image_corner"]                        # (B, T, H, W, 3) uint8, frame t follows action t
 
 With `autoencoder.residual_decode` the decoded change since the last real frame is added to that
-frame (the decoder's error on the static scene cancels). Context frames shorter than the model's history are padded the way the model was trained for
-episode starts: the first frame repeated with zero actions. Randomness comes from one seeded
-generator on the CPU, so a rollout is reproducible under a seed on any device.
+frame (the decoder's error on the static scene cancels). Context frames shorter than the model's
+history are padded the way the model was trained for episode starts: the first frame repeated with
+zero actions. Randomness comes from one seeded generator on the CPU, so a rollout is reproducible
+under a seed on any device.
 """
 
 from __future__ import annotations
