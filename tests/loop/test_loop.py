@@ -224,6 +224,21 @@ def test_the_async_schedule_learns_while_the_world_model_trains(tmp_path):
     assert loop.summary.real_steps == 30 and loop.summary.wm_versions == 1
 
 
+def test_world_model_work_that_finishes_after_the_last_round_is_logged(tmp_path):
+    store, rec = run_dir(tmp_path), Recorder()
+    loop_cfg = LoopConfig(robot="bridge", real_steps=LENGTH, eval_episodes=0, tensorboard=False)
+    loop = Loop(tmp_path, loop_cfg, Parts(learner=Local(Learner(rec)), world_model=SlowPart(rec, polls=10)), ASYNC,
+                idle_s=0)
+    loop.start()
+    with store.writer("real") as w:
+        w.append_episode(make_episode(1, LENGTH))
+    assert loop.run_round()  # the budget is spent: the world model is still training
+    loop.finish()
+    loop.metrics.close()
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m.get("wm/version") for m in metrics if "wm/version" in m] == [1.0] and loop.summary.wm_versions == 1
+
+
 def test_a_round_without_new_steps_ends_after_observe(tmp_path):
     store, rec = run_dir(tmp_path), Recorder()
     loop_cfg = LoopConfig(robot="bridge", eval_episodes=0, tensorboard=False)

@@ -204,8 +204,12 @@ class Loop:
     def finish(self) -> None:
         """Collect background work, final checkpoint and export, final evaluation, world-model fidelity."""
         learner, synth, s = self.parts.learner, self.parts.synth, self.summary
+        late: dict = {}  # background work that finished after the last round: logged, not lost
         for job in (self.wm_job, self.synth_job):
-            s.wm_versions = int(job.finish().get("wm/version", s.wm_versions))
+            late.update(job.finish())
+        if late:
+            self.metrics.log(self.seen_steps, late)
+            s.wm_versions = int(late.get("wm/version", s.wm_versions))
         learner_state = get(learner, "state")
         parts = {"learner": learner_state, **({"synth": get(synth, "state")} if synth is not None else {})}
         self._save(parts, round_=self.next_round - 1, step=self.next_round)
