@@ -53,6 +53,90 @@ def test_zero_weight_samples_do_not_move_the_critic_and_weighted_ones_do():
     assert (q_plus_w - q_minus_w).mean() > 1e-3
 
 
+def all_params(a) -> dict[str, np.ndarray]:
+    """Every learned tensor: actor, critics, their targets, and log_alpha."""
+    learner = a.group._learner
+    out = {k: v.detach().numpy().copy() for k, v in learner.module[sac.MODULE].state_dict().items()}
+    out["log_alpha"] = learner.curr_log_alpha[sac.MODULE].detach().numpy().copy()
+    return out
+
+
+def with_other_zero_weight_rows(b: dict, seed: int) -> dict:
+    """The same batch with observations, next observations, actions and rewards replaced in its zero-weight rows."""
+    rng = np.random.default_rng(seed)
+    out = {k: v.copy() for k, v in b.items()}
+    zero = out["weights"] == 0
+    n = int(zero.sum())
+    out["obs/proprio"][zero] = rng.normal(3.0, 2.0, (n, 3))
+    out["next_obs/proprio"][zero] = rng.normal(-3.0, 2.0, (n, 3))
+    out["action"][zero] = rng.uniform(-1, 1, (n, 2))
+    out["reward"][zero] = rng.uniform(-50, 50, n)
+    return out
+
+
+@pytest.mark.parametrize("critics", [2, 4])
+def test_zero_weight_samples_leave_actor_critics_and_temperature_unchanged(critics):
+    base = {**batch(1.0, 0.0), "bc_mask": np.r_[np.ones(B // 4), np.zeros(B - B // 4)].astype(np.float32)}
+    other = with_other_zero_weight_rows(base, seed=7)
+    assert not np.allclose(base["obs/proprio"][B // 2 :], other["obs/proprio"][B // 2 :])
+
+    def after_updates(b):
+        torch.manual_seed(0)
+        cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0,
+                            critics=critics, bc_weight=1.0)
+        a = sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+        start = all_params(a)
+        for _ in range(2):
+            torch.manual_seed(1)  # the same reparameterisation noise and target subsets for both batches
+            metrics = a.update(b)
+        return start, all_params(a), metrics
+
+    start, p_base, m_base = after_updates(base)
+    start_other, p_other, m_other = after_updates(other)
+    assert all(np.array_equal(start[k], start_other[k]) for k in start)  # same seed, same start
+    moved = [k for k in start if not np.array_equal(start[k], p_base[k])]
+    assert "log_alpha" in moved and any(k.startswith("pi") for k in moved) and any(k.startswith("qf") for k in moved)
+    for k in p_base:
+        np.testing.assert_array_equal(p_base[k], p_other[k], err_msg=k)
+    for key in ("policy_loss", "alpha_loss", "qf_loss", "bc_mse"):
+        assert m_base[key] == m_other[key], key
+
+
+def test_actor_and_alpha_losses_are_rllibs_means_over_the_weighted_rows():
+    from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
+
+    learner = agent().group._learner
+    conf = learner.config.get_config_for_module(sac.MODULE)
+    b = batch(1.0, 1.0)
+    cols = {
+        "obs": b["obs/proprio"], "new_obs": b["next_obs/proprio"], "actions": b["action"], "rewards": b["reward"],
+        "terminateds": b["done"], "n_step": b["n_step"], "weights": b["weights"],
+    }
+    cols = {k: torch.as_tensor(v) for k, v in cols.items()}
+    torch.manual_seed(1)
+    fwd = learner.module[sac.MODULE].forward_train(cols)
+
+    def losses(fn, batch_cols, fwd_out):
+        fn(module_id=sac.MODULE, config=conf, batch=batch_cols, fwd_out=fwd_out)
+        out = {name: float(learner._temp_losses[(sac.MODULE, name)].detach()) for name in ("policy_loss", "alpha_loss")}
+        learner._temp_losses.clear()
+        return out
+
+    def rllib(batch_cols, fwd_out):
+        return losses(lambda **kw: SACTorchLearner._compute_loss_for_module_continuous(learner, **kw),
+                      batch_cols, fwd_out)
+
+    ours = learner._compute_loss_for_module_continuous
+    # every weight 1: exactly RLlib's unweighted means
+    assert losses(ours, cols, fwd) == pytest.approx(rllib(cols, fwd), rel=1e-6)
+    # weights 0/1: RLlib's means over the kept rows only
+    keep = torch.as_tensor(np.random.default_rng(3).random(B) < 0.6)
+    weighted = {**cols, "weights": keep.float()}
+    kept_cols = {k: v[keep] for k, v in cols.items()}
+    kept_fwd = {k: v[keep] if torch.is_tensor(v) and v.shape[:1] == (B,) else v for k, v in fwd.items()}
+    assert losses(ours, weighted, fwd) == pytest.approx(rllib(kept_cols, kept_fwd), rel=1e-5)
+
+
 def test_probes_for_ppl():
     a = agent()
     b = batch(0.0, 1.0)

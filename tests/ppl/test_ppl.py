@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from worldsample.errors import ConfigError
 from worldsample.ppl import EntropyPacer, PPLConfig, q_aware_lambda, zero_weights_breaking_bound
 from worldsample.ppl.mixer import NaiveMixer, PPLMixer, RealDataMixer, make_mixer, mixer_class
 from worldsample.store import GroupSampler
@@ -37,10 +38,14 @@ def test_zero_weights_drop_the_farthest_offenders_only():
     np.testing.assert_array_equal(zero_weights_breaking_bound(np.array([5.0, 6.0]), 0.0, 0.1), [0, 0])
 
 
+def pacer(entropy_min=-2.0, entropy_max=2.0, **cfg):
+    return EntropyPacer(PPLConfig(**{"entropy_ema": 0.0, **cfg}), entropy_min=entropy_min, entropy_max=entropy_max)
+
+
 def test_linear_pacing_hand_computed():
-    p = EntropyPacer(PPLConfig(entropy_ema=0.5), entropy_min=-2.0)
-    assert p.rho == 0.0  # nothing measured yet: as unsure as at the start
-    p.observe(2.0)  # H_0 = 2
+    p = pacer(pacing="linear", entropy_ema=0.5)  # H~ = (H + 2) / 4
+    assert p.rho == 0.0 and p.normalised == 1.0  # nothing measured yet (the actor is not learning): no synthetic data
+    p.observe(2.0)  # H = H_max
     assert p.normalised == 1.0 and p.rho == 0.0
     p.observe(-2.0)  # EMA: 0.5 * 2 + 0.5 * -2 = 0 -> H~ = (0 + 2) / 4 = 0.5
     assert p.h_ema == 0.0 and p.normalised == pytest.approx(0.5) and p.rho == pytest.approx(0.15)
@@ -51,11 +56,57 @@ def test_linear_pacing_hand_computed():
     assert p.normalised == 0.0 and p.rho == pytest.approx(0.3)
 
 
-def test_hyperbolic_pacing_and_modes():
-    p = EntropyPacer(PPLConfig(pacing="hyperbolic", kappa=4.0, p=1.0, entropy_ema=0.5), entropy_min=-2.0)
-    p.observe(2.0)
-    p.observe(-2.0)  # H~ = 0.5: raw 1/3, floor 1/5 -> 0.3 * (1/3 - 1/5) / (4/5) = 0.05
-    assert p.rho == pytest.approx(0.05)
+# hyperbolic, kappa 4, p 1, no smoothing: rho = 0.3 / (1 + 4 * H~)
+@pytest.mark.parametrize(
+    "entropy_max,entropies,want",
+    [
+        # H_0 below the target (after a behaviour-cloning warm start), bounds [-2, 2]: H~ = (H + 2) / 4.
+        # Anchoring on H_0 made this a switch: rho_max up to H = -2, then 0.
+        (2.0, [-6.6], 0.3),  # below H_min: H~ = 0
+        (2.0, [-6.6, 0.0], 0.1),  # H~ = 0.5: 0.3 / 3
+        (2.0, [-6.6, -1.0], 0.15),  # H~ = 0.25: 0.3 / 2
+        (2.0, [-6.6, 2.0], 0.06),  # H~ = 1: 0.3 / 5, never rescaled to 0
+        (2.0, [-6.6, 5.0], 0.06),  # above H_max: clipped to 1
+        # H_0 above the target, bounds [-2, 6]: H~ = (H + 2) / 8. Anchoring on H_0 gave H~ = 1 (rho 0) at H_0.
+        (6.0, [2.0], 0.1),  # H~ = 0.5
+        (6.0, [2.0, 0.0], 0.15),  # H~ = 0.25
+        (6.0, [2.0, -2.0], 0.3),  # H~ = 0
+    ],
+)
+def test_hyperbolic_pacing_hand_computed(entropy_max, entropies, want):
+    p = pacer(entropy_max=entropy_max, pacing="hyperbolic", kappa=4.0, p=1.0)
+    for h in entropies:
+        p.observe(h)
+    assert p.rho == pytest.approx(want)
+    assert p.h0 == entropies[0]  # the first entropy is kept, as a metric
+
+
+def test_hyperbolic_pacing_with_p_2_and_the_defaults():
+    p = pacer(pacing="hyperbolic", kappa=4.0, p=2.0)
+    p.observe(0.0)  # H~ = 0.5: 0.3 / (1 + 4 * 0.25) = 0.15
+    assert p.rho == pytest.approx(0.15)
+    assert PPLConfig().pacing == "hyperbolic"  # ALGORITHMS.md §1: rho_max / (1 + kappa * H~^p)
+
+
+@pytest.mark.parametrize("pacing,kappa,p", [("linear", 4.0, 1.0), ("hyperbolic", 4.0, 1.0), ("hyperbolic", 10.0, 3.0)])
+def test_rho_falls_monotonically_with_the_entropy(pacing, kappa, p):
+    grid = np.linspace(-8.0, 8.0, 161)
+    rhos = []
+    for h in grid:
+        pc = pacer(entropy_min=-2.0, entropy_max=4 * np.log(2), pacing=pacing, kappa=kappa, p=p)
+        pc.observe(float(h))
+        rhos.append(pc.rho)
+    rhos = np.array(rhos)
+    assert (np.diff(rhos) <= 1e-12).all()
+    inside = (grid > -2.0) & (grid < 4 * np.log(2))
+    assert (np.diff(rhos[inside]) < 0).all()  # strictly between the bounds: a schedule, not a switch
+    assert rhos[0] == pytest.approx(0.3) and rhos[-1] == pytest.approx(0.0 if pacing == "linear" else 0.3 / (1 + kappa))
+
+
+@pytest.mark.parametrize("entropy_min,entropy_max", [(-2.0, -6.6), (1.0, 1.0), (-2.0, float("nan"))])
+def test_crossing_entropy_bounds_are_a_configuration_error(entropy_min, entropy_max):
+    with pytest.raises(ConfigError, match=r"entropy_min=.*entropy_max="):
+        EntropyPacer(PPLConfig(), entropy_min=entropy_min, entropy_max=entropy_max)
 
 
 @pytest.mark.parametrize(
@@ -106,29 +157,51 @@ def stores(tmp_path):
     )
 
 
+def test_the_mixer_bounds_come_from_the_action_space_and_the_config(tmp_path):
+    demo, online, pos, neg = stores(tmp_path)
+    critic = FakeCritic([0.0])
+    # default upper bound |A| ln 2 (the uniform distribution on the squashed box), lower the target entropy
+    m = make_mixer(PPLConfig(), demo, online, critic=critic, entropy_min=-2.0, action_dim=4)
+    assert (m.pacer.entropy_min, m.pacer.entropy_max) == (-2.0, pytest.approx(4 * np.log(2)))
+    m = make_mixer(PPLConfig(entropy_min=-1.0, entropy_max=3.0), demo, online, critic=critic, entropy_min=-2.0,
+                   action_dim=4)
+    assert (m.pacer.entropy_min, m.pacer.entropy_max) == (-1.0, 3.0)
+    # a target entropy above what a 1-D squashed policy can reach (ln 2): the bounds cross
+    with pytest.raises(ConfigError, match="entropy_min=1.0"):
+        make_mixer(PPLConfig(), demo, online, critic=critic, entropy_min=1.0, action_dim=1)
+    with pytest.raises(ValueError, match="entropy_max"):
+        make_mixer(PPLConfig(), demo, online, critic=critic, entropy_min=-2.0)
+    with pytest.raises(ValueError, match=r"entropy_max \(-3.0\) must exceed ppl.entropy_min \(-2.0\)"):
+        PPLConfig(entropy_min=-2.0, entropy_max=-3.0)
+
+
 def test_ppl_batch_composition(tmp_path):
     demo, online, pos, neg = stores(tmp_path)
-    # entropy drops from 2 to -2 at once: EMA 0.5 gives H~ 0.5, rho 0.15
-    mixer = mix(PPLConfig(entropy_ema=0.5, q_probe_every=1), demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
+    # default hyperbolic pacing, bounds [-2, 2]: the entropy drops from 2 to -2 at once, EMA 0.5
+    cfg = PPLConfig(entropy_ema=0.5, q_probe_every=1, entropy_max=2.0)
+    mixer = mix(cfg, demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
     rng = np.random.default_rng(0)
     b = mixer.sample(rng, 100)
-    assert mixer.last["ppl/rho"] == 0.0 and (b["source"] == "demo").sum() == 50  # first call: H~ = 1
+    # first call: H = H_max, H~ = 1 -> rho = 0.3 / (1 + 4) = 0.06: a maximally unsure policy still gets some
+    assert mixer.last["ppl/rho"] == pytest.approx(0.06) and mixer.last["ppl/entropy_h0"] == 2.0
+    assert mixer.last["batch/synthetic_pos"] + mixer.last["batch/synthetic_neg"] == 6
     b = mixer.sample(rng, 100)
     m = mixer.last
-    assert m["ppl/rho"] == pytest.approx(0.15)
-    # lambda* = (0.3 - 0.0) / (0.5 - 0.0) = 0.6 of the 15 synthetic samples from the success pool
+    assert m["ppl/entropy"] == 0.0 and m["ppl/entropy_norm"] == pytest.approx(0.5)
+    assert m["ppl/rho"] == pytest.approx(0.1)  # H~ = 0.5: 0.3 / (1 + 4 * 0.5)
+    # lambda* = (0.3 - 0.0) / (0.5 - 0.0) = 0.6 of the 10 synthetic samples from the success pool
     assert m["ppl/lambda"] == pytest.approx(0.6)
-    assert (m["batch/synthetic_pos"], m["batch/synthetic_neg"]) == (9, 6)
-    assert (m["batch/demo"], m["batch/online"]) == (43, 42)  # the real part keeps its 50/50 split
+    assert (m["batch/synthetic_pos"], m["batch/synthetic_neg"]) == (6, 4)
+    assert (m["batch/demo"], m["batch/online"]) == (45, 45)  # the real part keeps its 50/50 split
     assert b["action"].shape == (100, 2) and b["weights"].shape == (100,)
-    # synthetic mean Q = (9 * 0.5 + 6 * 0) / 15 = 0.3 = real mean: no sample is zeroed
+    # synthetic mean Q = (6 * 0.5 + 4 * 0) / 10 = 0.3 = real mean: no sample is zeroed
     assert m["batch/zero_weight"] == 0 and (b["weights"] == 1).all()
-    assert m["batch/synthetic_share"] == pytest.approx(0.15)
+    assert m["batch/synthetic_share"] == pytest.approx(0.1)
 
 
 def test_ppl_zeroes_synthetic_samples_when_only_the_optimistic_pool_exists(tmp_path):
     demo, online, pos, _ = stores(tmp_path)
-    cfg = PPLConfig(entropy_ema=0.0, q_probe_every=1, delta_q=0.05)
+    cfg = PPLConfig(entropy_ema=0.0, q_probe_every=1, delta_q=0.05, entropy_max=2.0)
     mixer = mix(cfg, demo, online, pos, None, FakeCritic([2.0, -2.0]), -2.0)
     rng = np.random.default_rng(1)
     mixer.sample(rng, 100)
@@ -179,20 +252,22 @@ def test_step_key_must_be_cached(tmp_path):
 def test_pacing_starts_when_the_actor_starts_learning(tmp_path):
     demo, online, pos, neg = stores(tmp_path)
     # during the critic warm-up the actor is the behaviour-cloned one: its entropy is not even asked for
-    mixer = mix(PPLConfig(entropy_ema=0.0, q_probe_every=1), demo, online, pos, neg, FakeCritic([1.0, -0.5]), -2.0)
+    cfg = PPLConfig(entropy_ema=0.0, q_probe_every=1, entropy_max=1.0)
+    mixer = mix(cfg, demo, online, pos, neg, FakeCritic([1.0, -0.5]), -2.0)
     rng = np.random.default_rng(0)
     for _ in range(2):
         mixer.sample(rng, 100, actor_learning=False)
-        assert mixer.pacer.h0 is None and mixer.last["ppl/rho"] == 0.0  # no synthetic data, no H_0 yet
-    mixer.sample(rng, 100)  # released: H_0 = 1.0, the first entropy measured
-    assert mixer.pacer.h0 == 1.0 and mixer.last["ppl/rho"] == 0.0
-    mixer.sample(rng, 100)  # H = -0.5: H~ = (−0.5 + 2) / 3 = 0.5 -> rho 0.15
-    assert mixer.last["ppl/rho"] == pytest.approx(0.15)
+        assert mixer.pacer.h0 is None and mixer.last["ppl/rho"] == 0.0  # no entropy yet, no synthetic data
+    mixer.sample(rng, 100)  # released: H = 1.0 = H_max, H~ = 1 -> rho = 0.3 / 5
+    assert mixer.pacer.h0 == 1.0 and mixer.last["ppl/rho"] == pytest.approx(0.06)
+    mixer.sample(rng, 100)  # H = -0.5: H~ = (-0.5 + 2) / 3 = 0.5 -> rho = 0.3 / 3
+    assert mixer.last["ppl/rho"] == pytest.approx(0.1)
 
 
 def test_a_pool_that_fills_between_probes_is_probed_before_it_is_used(tmp_path):
     demo, online, pos, neg = stores(tmp_path)
-    mixer = mix(PPLConfig(entropy_ema=0.0, q_probe_every=1000), demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
+    cfg = PPLConfig(entropy_ema=0.0, q_probe_every=1000, entropy_max=2.0)
+    mixer = mix(cfg, demo, online, pos, neg, FakeCritic([2.0, -2.0]), -2.0)
     rng = np.random.default_rng(0)
     mixer.sample(rng, 100)  # first probe: H_0 = 2
     mixer.q_pos = float("nan")  # as if the success pool had been empty at that probe

@@ -1,10 +1,11 @@
 """SAC through RLlib's LearnerGroup, with batches composed outside RLlib.
 
 RLlib's SAC training step samples its own env runners synchronously; a real robot cannot wait for
-that, so we build only the LearnerGroup and call `update()` with batches from the PPL mixer. The
-continuous SAC critic loss already multiplies each sample's Huber TD loss by the `weights` column,
-which is where PPL's per-sample critic weights go. `PPLSACLearner` adds what the mixer needs
-from the current networks: Q-values and the actor's entropy on given states.
+that, so we build only the LearnerGroup and call `update()` with batches from the PPL mixer. PPL's
+per-sample weights go in the `weights` column: RLlib's continuous SAC loss multiplies only the
+critics' Huber TD losses by it, so `PPLSACLearner` turns the actor and temperature losses into
+weighted means with the same weights (a row the mixer dropped trains nothing). It also adds what
+the mixer needs from the current networks: Q-values and the actor's entropy on given states.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from worldsample.learner.ensemble import EXTRA_PREDS, EnsembleSACTorchRLModule
 from worldsample.store.sampler import Batch
 
 MODULE = "default_policy"
+_WEIGHT_EPS = 1e-8  # a batch whose weights are all 0 gives zero actor and temperature losses, not 0 / 0
 
 
 class PPLSACLearner(SACTorchLearner):
@@ -74,29 +76,50 @@ class PPLSACLearner(SACTorchLearner):
         return grads
 
     def _compute_loss_for_module_continuous(self, *, module_id, config, batch, fwd_out):
-        total = super()._compute_loss_for_module_continuous(
-            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
-        )
+        # RLlib's loss gives the critics' losses (weighted) and its metrics; the actor and temperature
+        # losses it leaves in `_temp_losses` are unweighted means and are replaced here
+        super()._compute_loss_for_module_continuous(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        weights = batch["weights"].float()
+        self._weighted_actor_and_alpha_losses(module_id, weights, fwd_out)
         if EXTRA_PREDS in fwd_out:
             extra = self._extra_critic_loss(module_id, config, batch, fwd_out)
             self._temp_losses[(module_id, "qf_extra_loss")] = extra
             self.metrics.log_value((module_id, "qf_extra_loss"), extra, window=1)
-            total = total + extra
         bc_weight = float(config.learner_config_dict.get("bc_weight", 0.0))
-        if bc_weight <= 0 or "bc_mask" not in batch:
-            return total
-        mask = batch["bc_mask"].float()
+        if bc_weight > 0 and "bc_mask" in batch:
+            self._add_bc_term(module_id, bc_weight, batch, weights, fwd_out)
+        # the total is reported only: each optimiser steps on its own entry of `_temp_losses`
+        return sum(loss for (mid, _), loss in self._temp_losses.items() if mid == module_id)
+
+    def _weighted_actor_and_alpha_losses(self, module_id, weights: torch.Tensor, fwd_out) -> None:
+        """RLlib's actor loss E[alpha * log pi - Q] and temperature loss -E[log alpha * (log pi + H_target)]
+        as means weighted by the batch's per-sample weights: sum(w * l) / sum(w). With every weight 1
+        they are RLlib's means."""
+        log_alpha = self.curr_log_alpha[module_id]
+        logp = fwd_out["logp_resampled"]
+        norm = weights.sum().clamp(min=_WEIGHT_EPS)
+        actor_loss = (weights * (torch.exp(log_alpha).detach() * logp - fwd_out["q_curr"])).sum() / norm
+        alpha_loss = -(weights * (log_alpha * (logp.detach() + self.target_entropy[module_id]))).sum() / norm
+        self._temp_losses[(module_id, POLICY_LOSS_KEY)] = actor_loss
+        self._temp_losses[(module_id, "alpha_loss")] = alpha_loss
+        # the same keys RLlib logged a moment ago (window 1: the last value is the one reported)
+        self.metrics.log_dict({POLICY_LOSS_KEY: actor_loss, "alpha_loss": alpha_loss}, key=module_id, window=1)
+
+    def _add_bc_term(self, module_id, bc_weight: float, batch, weights: torch.Tensor, fwd_out) -> None:
+        """TD3+BC on the rows a human drove (`bc_mask`), added to the actor loss; zero-weight rows take
+        no part, neither in the term nor in its scale."""
+        mask = batch["bc_mask"].float() * weights
         module = self.module[module_id]
         mean = fwd_out[Columns.ACTION_DIST_INPUTS].chunk(2, dim=-1)[0]  # unsquashed; squash as the env sees it
         sq = ((self._squash(module, mean) - batch[Columns.ACTIONS]) ** 2).sum(-1)
         bc = (sq * mask).sum() / mask.sum().clamp(min=1.0)
         # TD3+BC scaling: the BC term is measured against the size of Q, so it neither vanishes
         # as returns grow nor dominates when they are small
-        bc_loss = bc_weight * fwd_out["q_curr"].abs().mean().detach() * bc
+        q_scale = (weights * fwd_out["q_curr"].abs()).sum() / weights.sum().clamp(min=_WEIGHT_EPS)
+        bc_loss = bc_weight * q_scale.detach() * bc
         key = (module_id, POLICY_LOSS_KEY)
         self._temp_losses[key] = self._temp_losses[key] + bc_loss
         self.metrics.log_value((module_id, "bc_mse"), bc, window=1)
-        return total + bc_loss
 
     def _squash(self, module, u: torch.Tensor) -> torch.Tensor:
         low, high = (torch.as_tensor(x, device=u.device) for x in (module.action_space.low, module.action_space.high))

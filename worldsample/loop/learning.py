@@ -46,7 +46,7 @@ class Learning:
         self.online = self._sampler(real)
         self.interventions = self._sampler(real, step_key="intervention")
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
-                                entropy_min=self.agent.target_entropy)
+                                entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)))
         self._synthetic_reader = None
 
     def _sampler(self, reader, **kw) -> GroupSampler:

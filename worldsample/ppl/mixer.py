@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from worldsample.ppl.config import PPLConfig
-from worldsample.ppl.schedule import EntropyPacer
+from worldsample.ppl.schedule import EntropyPacer, squashed_entropy_max
 from worldsample.ppl.selection import q_aware_lambda, zero_weights_breaking_bound
 from worldsample.store.sampler import Batch, GroupSampler, MixtureSampler
 
@@ -152,12 +152,20 @@ class PPLMixer(NaiveMixer):
     synthetic mean Q away from the real one."""
 
     def __init__(self, cfg: PPLConfig, demo: GroupSampler, online: GroupSampler, critic: Critic,
-                 entropy_min: float, interventions: GroupSampler | None = None):
+                 entropy_min: float | None, entropy_max: float | None, interventions: GroupSampler | None = None):
+        """`entropy_min` and `entropy_max` are the pacing bounds' defaults (the learner's target entropy,
+        the action space's maximum); `ppl.entropy_min` and `ppl.entropy_max` override them."""
         if critic is None:
             raise ValueError("ppl mode needs the critic for Q-aware selection and pacing")
+        lo = entropy_min if cfg.entropy_min is None else cfg.entropy_min
+        hi = entropy_max if cfg.entropy_max is None else cfg.entropy_max
+        if lo is None:
+            raise ValueError("ppl mode needs entropy_min (the learner's target entropy) or ppl.entropy_min")
+        if hi is None:
+            raise ValueError("ppl mode needs the action dimension (for the entropy bound |A| ln 2) or ppl.entropy_max")
         super().__init__(cfg, demo, online, interventions)
         self.critic = critic
-        self.pacer = EntropyPacer(cfg, entropy_min if cfg.entropy_min is None else cfg.entropy_min)
+        self.pacer = EntropyPacer(cfg, lo, hi)
         self.q_real = self.q_pos = self.q_neg = float("nan")
         self.lam = float("nan")
 
@@ -219,6 +227,7 @@ class PPLMixer(NaiveMixer):
             "ppl/lambda": self.lam,
             "ppl/entropy": p.h_ema if p.h_ema is not None else float("nan"),
             "ppl/entropy_norm": p.normalised,
+            "ppl/entropy_h0": p.h0 if p.h0 is not None else float("nan"),
             "ppl/q_real": self.q_real,
             "ppl/q_pos": self.q_pos,
             "ppl/q_neg": self.q_neg,
@@ -242,11 +251,12 @@ def mixer_class(cfg: PPLConfig) -> type[RealDataMixer]:
 
 
 def make_mixer(cfg: PPLConfig, demo: GroupSampler, online: GroupSampler, interventions: GroupSampler | None = None,
-               critic: Critic | None = None, entropy_min: float | None = None) -> RealDataMixer:
+               critic: Critic | None = None, entropy_min: float | None = None,
+               action_dim: int | None = None) -> RealDataMixer:
+    """The mixer `cfg.mode` names. ppl mode paces on the actor's entropy between `entropy_min` (the
+    learner's target entropy) and |A| ln 2 for `action_dim`, unless `ppl.entropy_min|max` set them."""
     cls = mixer_class(cfg)
     if cls is PPLMixer:
-        if entropy_min is None and cfg.entropy_min is None:
-            raise ValueError("ppl mode needs entropy_min (the learner's target entropy) or ppl.entropy_min")
-        return PPLMixer(cfg, demo, online, critic, entropy_min if entropy_min is not None else cfg.entropy_min,
-                        interventions=interventions)
+        entropy_max = squashed_entropy_max(action_dim) if action_dim is not None else None
+        return PPLMixer(cfg, demo, online, critic, entropy_min, entropy_max, interventions=interventions)
     return cls(cfg, demo, online, interventions)
