@@ -2,7 +2,7 @@ import numpy as np
 
 from worldsample.store import Retention
 
-from .helpers import make_episode, new_store
+from .helpers import make_episode, new_store, small_schema
 
 
 def test_synthetic_pool_drops_oldest_world_model_version_first(tmp_path):
@@ -33,3 +33,14 @@ def test_ids_are_never_reused_after_retention(tmp_path):
     with store.writer("synthetic") as w:
         assert [r.episode for r in w.records] == [3]
         assert w.append_episode(make_episode(9, 6), wm_version=0).episode == 4
+
+
+def test_ensure_group_replaces_the_retention_of_an_existing_group(tmp_path):
+    store = new_store(tmp_path, group="synthetic")
+    assert store.reader("synthetic").retention == Retention()
+    store.ensure_group("synthetic", small_schema(), Retention(max_episodes=2))
+    store.ensure_group("synthetic", small_schema())  # no retention given: the group keeps its own
+    with store.writer("synthetic") as w:
+        for i, v in enumerate((2, 1, 3)):
+            w.append_episode(make_episode(i, 5), wm_version=v)
+        assert {r.episode: r.wm_version for r in w.records} == {0: 2, 2: 3}

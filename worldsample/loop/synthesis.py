@@ -44,7 +44,7 @@ class Synthesis:
         st = self.synth.generate(n, wm_version=self.version)
         self.steps_written += st.steps
         out = {"synth/branches": float(st.branches), "synth/written": float(st.written), "synth/steps": float(st.steps),
-               "synth/successes": float(st.successes)}
+               "synth/successes": float(st.successes), "synth/unvetted": float(st.unvetted)}
         out.update({f"synth/dropped_{k}": float(v) for k, v in st.dropped.items()})
         return out
 

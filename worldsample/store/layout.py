@@ -101,6 +101,13 @@ def create_group(root: Path, name: str, schema: GroupSchema, retention: Retentio
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def set_group_retention(root: Path, name: str, retention: Retention) -> None:
+    """Replace the group's retention (zarr rewrites its metadata file atomically); writers opened
+    after this apply the new bound."""
+    g = zarr.open_group(str(root / name), mode="r+")
+    g.attrs["retention"] = retention.model_dump(mode="json")
+
+
 def read_group_attrs(root: Path, name: str) -> tuple[GroupSchema, Retention]:
     check_group_name(name)
     path = root / name

@@ -16,6 +16,7 @@ from worldsample.store.layout import (
     create_group,
     init_store,
     read_group_attrs,
+    set_group_retention,
     store_path,
     writer_lock_path,
 )
@@ -42,16 +43,21 @@ class EpisodeStore:
         return [g for g in GROUPS if (self.root / g / "zarr.json").exists()]
 
     def ensure_group(self, name: str, schema: GroupSchema, retention: Retention | None = None) -> None:
-        """Create the group, or check that the existing one has the same schema."""
+        """Create the group, or check that the existing one has the same schema.
+
+        A `retention` given for an existing group replaces the one it has, so a bound configured
+        after the group was created (or changed on resume) applies from the next writer on."""
         check_group_name(name)
         create_group(self.root, name, schema, retention)
-        have, _ = read_group_attrs(self.root, name)
+        have, had_retention = read_group_attrs(self.root, name)
         if not have.compatible_with(schema):
             diff = sorted(k for k in set(have.keys) | set(schema.keys) if have.keys.get(k) != schema.keys.get(k))
             raise SchemaError(
                 f"group {name!r} in {self.root} was created with another schema (keys differ: {diff}); "
                 "use a new run directory for a different robot profile"
             )
+        if retention is not None and retention != had_retention:
+            set_group_retention(self.root, name, retention)
 
     def schema(self, name: str) -> GroupSchema:
         return read_group_attrs(self.root, name)[0]

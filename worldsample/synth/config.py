@@ -15,8 +15,20 @@ class SynthConfig(BaseModel):
     recent_episodes: int = Field(50, ge=1, description="branch points come from this many most recent real episodes")
     groups: list[str] = Field(["real", "demo"], description="groups whose episodes are branched")
     success_threshold: float = Field(0.5, gt=0.0, lt=1.0, description="success-head probability that labels success")
-    max_uncertainty: float | None = Field(None, gt=0.0, description="veto a branch whose disagreement exceeds this")
-    max_abs_vector: float = Field(100.0, gt=0.0, description="a vector observation beyond this is out of bounds")
+    max_uncertainty: float | None = Field(
+        0.1, gt=0.0, description="veto a branch whose disagreement exceeds this at any step: the variance of the next "
+        "normalised latent (unit std per channel) across the world model's ensemble members (dynamics.ensemble >= 2) "
+        "or across samples of a stochastic generator; 0.1 is two members about 0.45 std apart. A model with neither "
+        "cannot be vetoed: its branches are written and counted as synth/unvetted. None turns the veto off")
+    bounds_margin: float = Field(
+        0.1, ge=0.0, description="an imagined vector value is out of bounds outside the per-dimension min/max over the "
+        "source episodes (recent real and demo ones), widened on each side by this fraction of the key's whole range")
+    max_abs_vector: float | None = Field(
+        None, gt=0.0, description="optional hard cap on |value| of an imagined vector, on top of the observed range")
+    pool_max_steps: int | None = Field(
+        5000, ge=1, description="bound of the `synthetic` group (retention): past it the oldest world-model version's "
+        "episodes go first. 5000 holds about the last three world models at the CPU loop's default cadence; None keeps "
+        "every synthetic episode")
     ratio: float = Field(2.0, ge=0.0, description="synthetic steps allowed per committed real step (rate limit)")
     batch: int = Field(16, ge=1, le=4096, description="branches imagined together")
     seed: int = 0

@@ -1,6 +1,10 @@
 """The synthesiser: branch points from recent real episodes -> perturbed actions -> imagined
 rollouts -> filtered, labelled synthetic episodes in the store's `synthetic` group.
 
+Filters: non-finite values, vector values outside the range the source episodes cover (see
+bounds.py), and branches the world model is unsure of (ensemble or sample disagreement) are
+dropped and counted per reason. The `synthetic` group is a bounded pool (`pool_max_steps`).
+
 Each synthetic episode keeps its provenance (source group, episode and branch step, world-model
 version). Its first observation is the real one it branched from; the rest are imagined. Rewards
 and success come from the world model's heads; a predicted success ends the episode (terminal),
@@ -15,7 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from worldsample.errors import EpisodeRejected
-from worldsample.store import EpisodeStore, GroupSchema, KeySpec, SourceRef
+from worldsample.store import EpisodeStore, GroupSchema, KeySpec, Retention, SourceRef
+from worldsample.synth.bounds import ObservedRange, outside
 from worldsample.synth.branching import perturb_actions
 from worldsample.synth.config import SynthConfig
 
@@ -28,6 +33,7 @@ class SynthStats:
     written: int = 0
     steps: int = 0
     successes: int = 0
+    unvetted: int = 0  # written without an uncertainty check: the world model gives none
     dropped: dict[str, int] = field(
         default_factory=lambda: {"non_finite": 0, "out_of_bounds": 0, "uncertain": 0, "rejected": 0}
     )
@@ -37,6 +43,7 @@ class SynthStats:
         self.written += other.written
         self.steps += other.steps
         self.successes += other.successes
+        self.unvetted += other.unvetted
         for k, v in other.dropped.items():
             self.dropped[k] += v
 
@@ -52,8 +59,14 @@ def synthetic_schema(
     return GroupSchema.build(obs, action_dim)
 
 
+def gives_uncertainty(wm) -> bool:
+    """Whether a world model with config `wm` has a disagreement to veto on: an ensemble of at least
+    two dynamics members, or a stochastic generator (every kind but regression) sampled several times."""
+    return wm.dynamics.ensemble >= 2 or wm.generator.kind != "regression"
+
+
 class Synthesiser:
-    """`imaginer` is a `worldsample.world_model.Imaginer` (or anything with its `rollout`)."""
+    """`imaginer` is a `worldsample.world_model.Imaginer` (or anything with its `rollout` and `cfg`)."""
 
     def __init__(
         self, store: EpisodeStore, imaginer, cfg: SynthConfig, action_low: np.ndarray, action_high: np.ndarray
@@ -64,14 +77,23 @@ class Synthesiser:
         self.low, self.high = np.asarray(action_low, np.float32), np.asarray(action_high, np.float32)
         self.readers = {g: store.reader(g, keys=self.keys) for g in cfg.groups if g in store.groups}
         schema = synthetic_schema(wm.image_keys, dict(wm.vector_keys), wm.image_size, wm.action_dim)
-        store.ensure_group("synthetic", schema)
+        store.ensure_group("synthetic", schema, Retention(max_steps=cfg.pool_max_steps))
+        self.observed = ObservedRange(wm.vector_keys)
+        self.limits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.vetting = cfg.max_uncertainty is not None and gives_uncertainty(wm)
+        if cfg.max_uncertainty is not None and not self.vetting:
+            log.warning(
+                "the world model gives no uncertainty (dynamics.ensemble 1, regression generator): the veto "
+                "synth.max_uncertainty cannot run and branches are counted as synth/unvetted; set "
+                "world_model.dynamics.ensemble >= 2 (or synth.max_uncertainty null to silence this)"
+            )
         self.rng = np.random.default_rng(cfg.seed)
 
     def real_steps(self) -> int:
         return sum(r.num_steps for g, r in self.readers.items() if g == "real")
 
-    def _branch_points(self, n: int) -> list[tuple[str, int, int]]:
-        """(group, episode, step) uniform over steps of recent episodes with room for a segment."""
+    def _sources(self) -> list[tuple[str, int, int]]:
+        """(group, episode, branch steps) of the recent episodes with room for a segment."""
         need = self.cfg.horizon + 1
         cands = []
         for g, r in self.readers.items():
@@ -79,6 +101,10 @@ class Synthesiser:
             for rec in r.episode_records()[-self.cfg.recent_episodes:]:
                 if rec.length >= need:
                     cands.append((g, rec.episode, rec.length - need + 1))
+        return cands
+
+    def _branch_points(self, cands: list[tuple[str, int, int]], n: int) -> list[tuple[str, int, int]]:
+        """(group, episode, step) uniform over the branch steps of `cands`."""
         if not cands:
             return []
         weights = np.array([c[2] for c in cands], float)
@@ -102,9 +128,15 @@ class Synthesiser:
     def generate(self, n_branches: int, wm_version: int, domain: int = 0) -> SynthStats:
         """Imagine up to `n_branches` branches and write the ones that pass the filters."""
         stats = SynthStats()
-        points = self._branch_points(n_branches)
+        cands = self._sources()
+        points = self._branch_points(cands, n_branches)
         if not points:
             return stats
+        vector_keys = list(self.observed.keys)
+        self.observed.update(
+            [(g, ep) for g, ep, _ in cands], lambda src: self.readers[src[0]].episode(src[1], keys=vector_keys)
+        )
+        self.limits = self.observed.limits(self.cfg.bounds_margin)
         with self.store.writer("synthetic") as w:
             for i in range(0, len(points), self.cfg.batch):
                 stats.add(self._batch(points[i : i + self.cfg.batch], w, wm_version, domain))
@@ -120,7 +152,7 @@ class Synthesiser:
             context_actions=ctx_actions if cfg.context > 1 else None,
             domain=domain,
             seed=int(self.rng.integers(2**31)),
-            uncertainty=cfg.max_uncertainty is not None,
+            uncertainty=self.vetting,
         )
         for b, (g, ep, t) in enumerate(points):
             obs = {key: np.concatenate([context[key][b, -1:], roll.frames[key][b, :-1]]) for key in self.keys}
@@ -148,6 +180,7 @@ class Synthesiser:
                 st.dropped["rejected"] += 1
                 continue
             st.written += 1
+            st.unvetted += int(cfg.max_uncertainty is not None and not self.vetting)
             st.steps += end
             st.successes += int(done[-1])
         return st
@@ -156,9 +189,9 @@ class Synthesiser:
         vectors = [v for k, v in obs.items() if not k.startswith("image_")]
         if not np.isfinite(reward).all() or not all(np.isfinite(v).all() for v in vectors):
             return "non_finite"
-        if any(np.abs(v).max() > self.cfg.max_abs_vector for v in vectors):
+        cap = self.cfg.max_abs_vector
+        if outside(obs, self.limits) or (cap is not None and any(np.abs(v).max() > cap for v in vectors)):
             return "out_of_bounds"
-        limit = self.cfg.max_uncertainty
-        if limit is not None and roll.uncertainty is not None and roll.uncertainty[b].max() > limit:
+        if self.vetting and roll.uncertainty[b].max() > self.cfg.max_uncertainty:
             return "uncertain"
         return None
