@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from worldsample.errors import WorldSampleError
+from worldsample.lifetime import ProcessRef, watch
 from worldsample.paths import RunFiles
 
 console = Console()
@@ -52,15 +53,27 @@ StatsOpt = Annotated[Path | None, typer.Option("--stats-out", help="Write counte
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", "-s", help="Override a profile field, e.g. --set control_rate_hz=50.")
 ]
+SupervisorOpt = Annotated[
+    int | None,
+    typer.Option("--supervisor-pid", min=1, help="Stop as on SIGTERM once this process (the one that started this "
+                 "one, e.g. `worldsample run`) is gone. Without it the process runs on its own."),
+]
 
 _RUN = RunFiles.of("RUN")  # the run-directory layout as help texts show it
 _RUN_HELP = f"Run directory: {_RUN.store.name}/ is written, {_RUN.policies.name}/ is read."
 
 
-def _stop_on_signals() -> threading.Event:
+def _stop_on_signals(name: str, supervisor_pid: int | None = None, stopping: str = "stopping") -> threading.Event:
+    """An event set on SIGINT or SIGTERM, or when the supervisor process has gone."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    if supervisor_pid is not None:
+        def gone() -> None:
+            console.print(f"{name}: supervisor pid {supervisor_pid} is gone; {stopping}", highlight=False)
+            stop.set()
+
+        watch(ProcessRef.supervisor(supervisor_pid), gone)
     return stop
 
 
@@ -77,6 +90,7 @@ def sim_robot(
     ] = 0.0,
     stats_out: StatsOpt = None,
     set_: SetOpt = None,
+    supervisor_pid: SupervisorOpt = None,
 ) -> None:
     """Run the simulated arm as a ROS 2 robot over DDS (cameras, joint states, actions, resets)."""
     from robot_bridge.profile import load_profile
@@ -84,7 +98,7 @@ def sim_robot(
     from robot_bridge.transport import make_transport
 
     prof = load_profile(profile, set_)
-    stop = _stop_on_signals()
+    stop = _stop_on_signals("sim-robot", supervisor_pid)
     stats = run_sim_robot(prof, make_transport("dds", domain_id, loopback), stop, duration=duration,
                           intervene=intervene, seed=seed, wait_subscribers=wait_subscribers, stats_out=stats_out)
     console.print(f"sim-robot: {stats['resets']} resets, {stats['actions_received']} actions applied")
@@ -100,6 +114,7 @@ def bridge(
     duration: DurationOpt = None,
     stats_out: StatsOpt = None,
     set_: SetOpt = None,
+    supervisor_pid: SupervisorOpt = None,
 ) -> None:
     """Run the robot bridge: record episodes into RUN's store, drive the arm with RUN's latest policy."""
     from robot_bridge.bridge import run_bridge
@@ -108,7 +123,7 @@ def bridge(
 
     prof = load_profile(profile, set_)
     run.mkdir(parents=True, exist_ok=True)
-    stop = _stop_on_signals()
+    stop = _stop_on_signals("bridge", supervisor_pid, "ending the episode, holding the arm, releasing the store")
     stats = run_bridge(prof, run, make_transport(transport, domain_id, loopback), stop, duration=duration,
                        stats_out=stats_out)
     ep = stats["episodes"]

@@ -10,6 +10,7 @@ import typer
 
 from services.cli.common import RUN, console, friendly_errors
 from worldsample.errors import ConfigError
+from worldsample.lifetime import ProcessRef, watch
 
 
 @friendly_errors
@@ -34,6 +35,11 @@ def dashboard(
     nice: Annotated[
         int, typer.Option(min=0, max=19, help="Lower this process's CPU priority so training keeps the CPU.")
     ] = 0,
+    supervisor_pid: Annotated[
+        int | None,
+        typer.Option(min=1, help="Shut down as on SIGTERM once this process (the one that started the dashboard, "
+                     "e.g. `worldsample run`) is gone."),
+    ] = None,
 ) -> None:
     """Serve the dashboard: run status, live curves, episode replay, policies and controls."""
     import uvicorn
@@ -63,4 +69,11 @@ def dashboard(
     shown = f"[{host}]" if ":" in host else host
     where = str(RUN.dashboard_token) if token is None else "--token"
     console.print(f"dashboard for [bold]{run}[/] on [bold]http://{shown}:{port}/[/]  (control token: {where})")
-    uvicorn.Server(uvicorn_config(app, host, port, log_level="info")).run()
+    server = uvicorn.Server(uvicorn_config(app, host, port, log_level="info"))
+    if supervisor_pid is not None:
+        def gone() -> None:
+            console.print(f"dashboard: supervisor pid {supervisor_pid} is gone; shutting down", highlight=False)
+            server.should_exit = True  # what uvicorn's own SIGTERM handler does
+
+        watch(ProcessRef.supervisor(supervisor_pid), gone)
+    server.run()

@@ -36,7 +36,8 @@ def profile_overrides(cfg: RunConfig) -> list[str]:
 
 class SimRobotOverDds:
     """Context manager: start sim-robot and bridge on a private DDS domain; stop them on exit
-    (SIGTERM first, so the bridge closes its episode cleanly; SIGKILL after `grace_s`)."""
+    (SIGTERM first, so the bridge closes its episode cleanly; SIGKILL after `grace_s`). Both get
+    this process as `--supervisor-pid`, so they stop the same way if it dies without stopping them."""
 
     def __init__(
         self,
@@ -58,7 +59,7 @@ class SimRobotOverDds:
     def _start(self, name: str, args: list[str]) -> None:
         sets = [x for s in profile_overrides(self.cfg) for x in ("--set", s)]
         cmd = [sys.executable, "-m", "robot_bridge", name, "--profile", str(self.profile), "--loopback",
-               "--domain-id", str(self.domain_id), *args, *sets]
+               "--domain-id", str(self.domain_id), "--supervisor-pid", str(os.getpid()), *args, *sets]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
         with open(RunFiles.of(self.run).log(name), "w") as log:
             self.procs[name] = subprocess.Popen(

@@ -15,6 +15,8 @@ from services.cli.main import app
 from worldsample.store import EpisodeStore
 from worldsample.versioned import VersionedDir
 
+from .procs import left_after, ray_temp_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [
     "--set",
@@ -77,11 +79,12 @@ def test_train_kill_and_resume(tmp_path):
             time.sleep(0.5)
         else:
             raise AssertionError("no checkpoints within 240 s")
+        temp = ray_temp_dir(tmp_path)
     finally:
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
-    # the killed driver's local Ray
-    subprocess.run([str(Path(sys.executable).parent / "ray"), "stop", "--force"], capture_output=True)
+    left = left_after([str(tmp_path), temp], timeout=30)  # the killed driver's local Ray ends by itself
+    assert not left, f"still running 30 s after the kill: {left}"
 
     before = rows(tmp_path)
     steps_before = max(r["step"] for r in before)
