@@ -1,17 +1,24 @@
 """Run configuration: pydantic models, loaded from YAML and overridden with `--set key=value`.
 
 Nothing deeper in the library reads files or environment variables for settings: the CLI loads
-a `RunConfig` here and passes the parts down.
+a `RunConfig` here and passes the parts down. A run keeps its own config in RUN/config.yaml
+(resume starts from it) and a line per start or resume in RUN/config_history.jsonl.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
+import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from worldsample.atomic import atomic_write_text
 from worldsample.loop.config import LoopConfig
+from worldsample.paths import RunFiles
 from worldsample.sim.config import ExpertConfig, InterventionConfig, SimArmConfig
 from worldsample.yamlconfig import load_model
 
@@ -40,11 +47,68 @@ class RunConfig(BaseModel):
     loop: LoopConfig = LoopConfig()
 
 
-def load_config(path: Path | None = None, overrides: list[str] | None = None) -> RunConfig:
-    # nested sections start from their defaults, so `--set loop.world_model.train.ae_steps=20`
+def load_config(
+    path: Path | None = None, overrides: list[str] | None = None, base: RunConfig | None = None
+) -> RunConfig:
+    """`base` (default: the defaults), the YAML file at `path` over it, then the overrides."""
+    # nested sections start from the base, so `--set loop.world_model.train.ae_steps=20`
     # changes one field instead of replacing a whole section built by a default factory
-    return load_model(RunConfig, path, overrides, what="config", base=RunConfig().model_dump(mode="json"))
+    start = (base if base is not None else RunConfig()).model_dump(mode="json")
+    return load_model(RunConfig, path, overrides, what="config", base=start)
 
 
 def dump_config(cfg: RunConfig) -> str:
     return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+# -- a run's own config: RUN/config.yaml and its history ------------------------------------------
+def saved_config(run_dir: Path | str) -> RunConfig | None:
+    """The config the run was started (or last resumed) with, or None when the run has none."""
+    path = RunFiles.of(run_dir).config
+    if not path.exists():
+        return None
+    # fields added since the run started take their defaults
+    return load_model(RunConfig, path, what="run config", base=RunConfig().model_dump(mode="json"))
+
+
+def load_run_config(
+    run_dir: Path | str, overlay: Path | None = None, overrides: list[str] | None = None
+) -> RunConfig | None:
+    """The run's own config with `overlay` (a YAML file, e.g. `--config`) and the overrides on top;
+    None when the run has no config.yaml."""
+    saved = saved_config(run_dir)
+    return None if saved is None else load_config(overlay, overrides, base=saved)
+
+
+def record_config(
+    run_dir: Path | str,
+    cfg: RunConfig,
+    action: str,
+    command: list[str],
+    overlay: Path | None = None,
+    overrides: list[str] | None = None,
+    **extra: Any,
+) -> None:
+    """Save `cfg` as the run's config and append what changed it to the run's config history."""
+    files = RunFiles.of(run_dir)
+    atomic_write_text(files.config, dump_config(cfg))
+    entry = {"time": time.time(), "action": action, "command": shlex.join(command),
+             "config": None if overlay is None else str(overlay), "overrides": list(overrides or []), **extra}
+    with open(files.config_history, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def config_history(run_dir: Path | str) -> list[dict[str, Any]]:
+    """The run's config history, oldest first (a line cut short by a crash is skipped)."""
+    path = RunFiles.of(run_dir).config_history
+    if not path.exists():
+        return []
+    entries = []
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries

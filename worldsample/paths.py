@@ -1,6 +1,7 @@
 """Where everything lives in a run directory: the one place that spells these names.
 
     RUN/config.yaml         the run's configuration (what `worldsample run` was started with)
+    RUN/config_history.jsonl  each start and resume: time, command, overrides
     RUN/store/              the Zarr episode store (worldsample.store)
     RUN/policies/           the policy registry, one version per directory (worldsample.policy)
     RUN/world_model/        world-model checkpoints, one version per directory
@@ -26,6 +27,10 @@ class RunFiles:
     @property
     def config(self) -> Path:
         return self.run_dir / "config.yaml"
+
+    @property
+    def config_history(self) -> Path:
+        return self.run_dir / "config_history.jsonl"
 
     @property
     def store(self) -> Path:

@@ -13,7 +13,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from robot_bridge.cli import console, err_console, friendly_errors
 from worldsample.paths import RunFiles
 
-__all__ = ["RUN", "ConfigOpt", "SetOpt", "console", "err_console", "friendly_errors", "progress", "setup_logging"]
+__all__ = [
+    "RUN",
+    "ConfigOpt",
+    "SetOpt",
+    "as_command",
+    "console",
+    "err_console",
+    "friendly_errors",
+    "overrides_text",
+    "progress",
+    "setup_logging",
+]
 
 RUN = RunFiles.of("RUN")  # the run-directory layout as help texts show it: RUN/store, RUN/dashboard_token, ...
 
@@ -43,3 +54,23 @@ def setup_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+
+
+def as_command(name: str, *args: object, **options: object) -> list[str]:
+    """A `worldsample` command line that does what this call did (for the run's config history):
+    None and False options are left out, True ones are flags, lists repeat their option."""
+    cmd = ["worldsample", name, *map(str, args)]
+    for key, value in options.items():
+        flag = "--" + key.rstrip("_").replace("_", "-")
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if v is True:
+                cmd.append(flag)
+            elif v is not None and v is not False:
+                cmd += [flag, str(v)]
+    return cmd
+
+
+def overrides_text(config: Path | None, overrides: list[str]) -> str:
+    """`--config` and `--set` as one line: "--config extra.yaml, loop.real_steps=3000"."""
+    return ", ".join([*([f"--config {config}"] if config is not None else []), *overrides])

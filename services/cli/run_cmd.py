@@ -7,6 +7,9 @@
    `worldsample bridge` records it over DDS on loopback, as with a physical arm; `--robot sim`
    steps the arm in lock-step inside a Ray actor instead (reproducible, used by the benchmarks);
 4. a summary: real steps, success before and after, synthetic share, world-model version.
+
+`worldsample run --resume RUN` continues a stopped run with its own config (RUN/config.yaml):
+only missing demonstrations, then the dashboard, the robot and the trainer from its checkpoint.
 """
 
 from __future__ import annotations
@@ -21,16 +24,18 @@ from typing import Annotated
 
 import typer
 
-from services.cli.common import ConfigOpt, SetOpt, console, friendly_errors
-from services.cli.dds_robot import SimRobotOverDds
-from worldsample.errors import RunDirectoryError
+from services.cli.common import ConfigOpt, SetOpt, as_command, console, friendly_errors, overrides_text
+from services.cli.dds_robot import DEFAULT_PROFILE, SimRobotOverDds
+from worldsample.config import RunConfig, config_history, load_config, load_run_config, record_config
+from worldsample.errors import ConfigError, RunDirectoryError
 from worldsample.paths import RunFiles
 
 
 def start_dashboard(run: Path, port: int) -> subprocess.Popen | None:
     """The dashboard in its own session (so the scheduler weighs it apart from training)."""
     files = RunFiles.of(run)
-    cmd = [sys.executable, "-m", "services.cli.main", "dashboard", str(run), "--port", str(port), "--nice", "10"]
+    cmd = [sys.executable, "-m", "services.cli.main", "dashboard", str(run), "--port", str(port), "--nice", "10",
+           "--supervisor-pid", str(os.getpid())]  # it shuts down if this process dies without stopping it
     with open(files.log("dashboard"), "w") as log:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     for _ in range(60):
@@ -44,20 +49,104 @@ def start_dashboard(run: Path, port: int) -> subprocess.Popen | None:
     return proc
 
 
+def _new_run(
+    out: Path | None, robot: str, profile: Path, config: Path | None, set_: list[str] | None
+) -> tuple[Path, RunConfig]:
+    """A new run directory with its config saved; refuses a directory that holds something."""
+    overrides = [*(set_ or []), f"loop.robot={robot}"]
+    cfg = load_config(config, overrides)
+    out = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    if out.exists() and any(out.iterdir()):
+        raise RunDirectoryError(f"{out} already exists and is not empty; choose a new --out, "
+                                f"or continue that run with `worldsample run --resume {out}`")
+    out.mkdir(parents=True, exist_ok=True)
+    command = as_command("run", out=out, robot=robot, profile=profile if robot == "bridge" else None, config=config,
+                         set=set_)
+    record_config(out, cfg, "start", command, overlay=config, overrides=overrides, **_robot_entry(cfg, profile))
+    return out, cfg
+
+
+def _resume_run(run: Path, out: Path | None, robot: str | None, profile: Path | None, config: Path | None,
+                set_: list[str] | None) -> tuple[RunConfig, Path]:
+    """The run's own config with the overrides given now (printed, saved, recorded), and its robot profile."""
+    if out is not None:
+        raise RunDirectoryError(f"--out {out} and --resume {run} together: --out starts a new run, --resume "
+                                "continues an existing one; pass only one of them")
+    files = RunFiles.of(run)
+    lacks = [name for name, path in (("config.yaml", files.config), ("store", files.store / "zarr.json"))
+             if not path.exists()]
+    if lacks:
+        raise RunDirectoryError(f"{run} is not a run directory (no {' and no '.join(lacks)}); "
+                                "start a new run with `worldsample run --out NEW_DIR`")
+    overrides = list(set_ or [])
+    cfg = load_run_config(run, config, overrides)
+    saved = load_run_config(run)
+    robot = robot or cfg.loop.robot
+    if robot != saved.loop.robot or cfg.loop.robot != saved.loop.robot:
+        raise ConfigError(f"{run} was started with --robot {saved.loop.robot}, which its store was recorded with; "
+                          f"resume it with the same robot, or start a new run for --robot {robot}")
+    console.print(f"resuming {run} with its own config, {files.config}", highlight=False)
+    if config is not None or overrides:
+        console.print(f"resume with overrides: {overrides_text(config, overrides)}", highlight=False)
+    if profile is None:  # the profile the run was last started with
+        used = [e["profile"] for e in config_history(run) if e.get("profile")]
+        profile = Path(used[-1]) if used else DEFAULT_PROFILE
+    command = as_command("run", resume=run, profile=profile if cfg.loop.robot == "bridge" else None,
+                         config=config, set=set_)
+    record_config(run, cfg, "resume", command, overlay=config, overrides=overrides, **_robot_entry(cfg, profile))
+    return cfg, profile
+
+
+def _robot_entry(cfg: RunConfig, profile: Path) -> dict:
+    """What the config history keeps beside the config: the robot profile, which is no config field."""
+    return {"profile": str(profile)} if cfg.loop.robot == "bridge" else {}
+
+
+def _demos_to_collect(run: Path, cfg: RunConfig) -> int:
+    """On resume, the demonstrations still missing: the store's committed count says how far an
+    interrupted collection got. Once training has started the collection was complete (with
+    demos.keep_failures=false the expert's failures were discarded, so the count alone would
+    ask for more)."""
+    from worldsample.demos import group_for_domain
+    from worldsample.store import EpisodeStore
+
+    files, store = RunFiles.of(run), EpisodeStore(run)
+    if "real" in store.groups or files.policies.exists() or files.trainer.exists():
+        return 0
+    group = group_for_domain(cfg.env.domain)
+    done = store.reader(group, cache=False).num_episodes if group in store.groups else 0
+    return max(0, cfg.demos.episodes - done)
+
+
 @friendly_errors
 def run(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="New run directory (default runs/<timestamp>).")
     ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN",
+            help="Continue the run in RUN where it stopped, with its own config (RUN/config.yaml; --config and "
+            "--set apply on top and are recorded): missing demonstrations only, then the dashboard, the robot "
+            "and the trainer from its latest checkpoint.",
+        ),
+    ] = None,
     train: Annotated[bool, typer.Option(help="Run online RL after the demonstrations.")] = True,
     dashboard: Annotated[bool, typer.Option(help="Serve the dashboard while the job runs.")] = True,
     port: Annotated[int, typer.Option(help="Dashboard port on 127.0.0.1.")] = 8765,
     robot: Annotated[
-        str, typer.Option(help="bridge: the simulated arm over DDS + the bridge; sim: lock-step in a Ray actor.")
-    ] = "bridge",
+        str | None,
+        typer.Option(
+            help="bridge (default): the simulated arm over DDS + the bridge; sim: lock-step in a Ray actor. "
+            "On --resume, the run's own."
+        ),
+    ] = None,
     profile: Annotated[
-        Path, typer.Option(help="Robot profile for --robot bridge.")
-    ] = Path("configs/robot_profiles/sim_arm.yaml"),
+        Path | None,
+        typer.Option(help=f"Robot profile for --robot bridge (default {DEFAULT_PROFILE}; on --resume, the run's)."),
+    ] = None,
     keep_dashboard: Annotated[
         bool, typer.Option(help="Keep serving the dashboard after training (Ctrl-C to stop).")
     ] = False,
@@ -68,24 +157,27 @@ def run(
     from services.cli.demos_cmd import run_collection
     from services.cli.store_cmd import info_table
     from services.cli.train_cmd import print_summary
-    from worldsample.config import dump_config, load_config
 
-    if robot not in ("sim", "bridge"):
+    if robot is not None and robot not in ("sim", "bridge"):
         raise typer.BadParameter("--robot must be sim or bridge")
-    cfg = load_config(config, [*(set_ or []), f"loop.robot={robot}"])
-    out = out or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-    if out.exists() and any(out.iterdir()):
-        raise RunDirectoryError(f"{out} already exists and is not empty; choose a new --out")
-    out.mkdir(parents=True, exist_ok=True)
-    RunFiles.of(out).config.write_text(dump_config(cfg))
-    console.rule(f"[bold]WorldSample run[/] {out}")
-    run_collection(out, cfg, cfg.demos.episodes)
+    if resume is None:
+        profile = profile or DEFAULT_PROFILE
+        out, cfg = _new_run(out, robot or "bridge", profile, config, set_)
+        demos = cfg.demos.episodes
+    else:
+        cfg, profile = _resume_run(resume, out, robot, profile, config, set_)
+        out, demos = resume, _demos_to_collect(resume, cfg)
+        console.print(f"demonstrations: {demos} of {cfg.demos.episodes} still to collect" if demos
+                      else "demonstrations: complete, not collected again")
+    console.rule(f"[bold]WorldSample run[/] {out}" + (" (resumed)" if resume is not None else ""))
+    if demos:
+        run_collection(out, cfg, demos)
     dash = start_dashboard(out, port) if dashboard else None
     try:
         if train:
             from services.trainer.driver import train as run_train
 
-            robot_procs = SimRobotOverDds(out, cfg, profile) if robot == "bridge" else nullcontext()
+            robot_procs = SimRobotOverDds(out, cfg, profile) if cfg.loop.robot == "bridge" else nullcontext()
             with robot_procs as link, console.status("training...") as status:
                 if link is not None:
                     console.print(f"simulated arm over DDS (domain {link.domain_id}, loopback) + bridge; logs in {out}")
@@ -99,7 +191,7 @@ def run(
                                   f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
                                   + (f"  eval success {100 * sr:.0f}%" if sr is not None else ""))
 
-                print_summary(run_train(out, cfg, on_round=on_round))
+                print_summary(run_train(out, cfg, resume=resume is not None, on_round=on_round))
         console.print(info_table(out))
         if dash is not None and keep_dashboard:
             console.print("dashboard still serving; Ctrl-C to stop")

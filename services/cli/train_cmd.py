@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from services.cli.common import RUN, ConfigOpt, SetOpt, console, friendly_errors
+from services.cli.common import RUN, ConfigOpt, SetOpt, as_command, console, friendly_errors, overrides_text
+from worldsample.paths import RunFiles
 
 
 def print_summary(s) -> None:
@@ -42,11 +43,12 @@ def print_summary(s) -> None:
 def train(
     run: Annotated[Path, typer.Argument(help="Run directory with demonstrations (worldsample demos collect).")],
     robot: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="sim: step the simulated arm in-process (lock-step); bridge: learn from what the bridge commits."
+            help="sim: step the simulated arm in-process (lock-step); bridge: learn from what the bridge commits. "
+            f"Default: the run's own config ({RUN.config}), else sim."
         ),
-    ] = "sim",
+    ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run's trainer from its latest checkpoint.")
     ] = False,
@@ -54,11 +56,29 @@ def train(
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Online RL with world-model augmentation and Policy-Paced Learning."""
-    from services.trainer.driver import train as run_train
-    from worldsample.config import load_config
+    """Online RL with world-model augmentation and Policy-Paced Learning.
 
-    cfg = load_config(config, [*(set_ or []), f"loop.robot={robot}"])
+    A run that has its own config (RUN/config.yaml, written by `worldsample run` and by every
+    `train`) trains with it: --config is an overlay on it and --set applies on top. The result is
+    saved back to RUN/config.yaml, and each start or resume is a line of RUN/config_history.jsonl.
+    """
+    from services.trainer.driver import train as run_train
+    from worldsample.config import load_config, load_run_config, record_config
+    from worldsample.loop.loop import check_run_dir
+
+    check_run_dir(run, resume)  # before anything is written into the run directory
+    overrides = [*(set_ or []), *([f"loop.robot={robot}"] if robot else [])]
+    cfg = load_run_config(run, config, overrides)
+    if cfg is None:
+        overrides = [*(set_ or []), f"loop.robot={robot or 'sim'}"]
+        cfg = load_config(config, overrides)
+    else:
+        console.print(f"config: the run's own, {RunFiles.of(run).config}")
+        if config is not None or overrides:
+            console.print(f"{'resume' if resume else 'train'} with overrides: {overrides_text(config, overrides)}",
+                          highlight=False)
+    command = as_command("train", run, robot=robot, resume=resume, address=address, config=config, set=set_)
+    record_config(run, cfg, "resume" if resume else "train", command, overlay=config, overrides=overrides)
     with console.status("training...") as status:
         def on_round(row: dict) -> None:
             sr = row.get("eval/success_rate")
