@@ -3,12 +3,24 @@ fidelity on held-out real episodes for the run summary."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from worldsample.loop.config import LoopConfig
 from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 from worldsample.versioned import VersionedDir
+
+
+def head_metrics(meta: dict) -> dict[str, float]:
+    """`wm/success_precision`, `wm/success_recall`, `wm/success_threshold` (and the same for done) from
+    the held-out calibration a checkpoint's meta records; a score with nothing to measure is left out."""
+    out = {}
+    for head, scores in meta.get("heads", {}).items():
+        for name in ("precision", "recall", "threshold"):
+            if scores.get(name) is not None:
+                out[f"wm/{head}_{name}"] = float(scores[name])
+    return out
 
 
 class WorldModelRounds:
@@ -25,10 +37,10 @@ class WorldModelRounds:
         # an empty image_keys in the loop's config means a state-only model, cameras or not
         cfg = fit_to_store(self.loop.world_model, store, "demo", images=bool(self.loop.world_model.image_keys))
         mode = "loop" if self.versions.latest() is not None else "demo"
-        train_run(self.run_dir, cfg, mode)
+        _, path = train_run(self.run_dir, cfg, mode)
         self.rounds += 1
         return {"wm/version": float(self.versions.latest()), "wm/rounds": float(self.rounds),
-                "wm/mode_loop": float(mode == "loop")}
+                "wm/mode_loop": float(mode == "loop"), **head_metrics(json.loads(path.read_text())["meta"])}
 
     def evaluate(self, horizons: list[int]) -> dict:
         """Fidelity of the latest model on held-out real episodes: PSNR per horizon with images,

@@ -58,6 +58,26 @@ class GeneratorConfig(_Strict):
     drift_motion_weight: float = Field(4.0, ge=0.0, description="extra loss weight on moving latent cells")
 
 
+class HeadsConfig(_Strict):
+    """The success and done heads: how their rare positives are trained and where they are cut."""
+
+    positive_share: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "share of the head batch drawn from windows that end on a success or done step "
+            "(0 = uniform windows only); the calibrated threshold undoes the shifted prior"
+        ),
+    )
+    calibrate: bool = Field(True, description="after dynamics training, set the thresholds on held-out windows")
+    min_precision: float | None = Field(
+        None, gt=0.0, le=1.0, description="calibrate to the highest recall at this precision instead of the best F1"
+    )
+    success_threshold: float = Field(0.5, gt=0.0, lt=1.0, description="success probability that labels success")
+    done_threshold: float = Field(0.5, gt=0.0, lt=1.0, description="done probability that labels done")
+
+
 class TrainConfig(_Strict):
     batch: int = Field(32, ge=1, le=4096)
     ae_steps: int = Field(1500, ge=0)
@@ -87,6 +107,7 @@ class WorldModelConfig(_Strict):
     dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
     generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
+    heads: HeadsConfig = Field(default_factory=HeadsConfig)
 
     @model_validator(mode="after")
     def _check(self) -> WorldModelConfig:

@@ -33,6 +33,7 @@ class GroupWindows:
         self.reader, self.every, self.split = reader, holdout_every, split
         self.max_episodes = max_episodes  # train on the first n episodes of the split only (few-data studies)
         self._starts: dict[tuple[int, int], np.ndarray] = {}
+        self._ending: dict[tuple[int, int, tuple[str, ...]], np.ndarray] = {}
 
     @property
     def cache(self):
@@ -61,6 +62,18 @@ class GroupWindows:
             ]
             self._starts = {key: np.concatenate(spans) if spans else np.zeros(0, np.int64)}
         return self._starts[key]
+
+    def starts_ending_on(self, length: int, labels: tuple[str, ...]) -> np.ndarray:
+        """Window starts whose last step has any of the boolean `labels` set (success, done)."""
+        key = (self.cache.version, length, labels)
+        if key not in self._ending:
+            starts = self.starts(length)
+            last = starts + length - 1
+            hit = np.zeros(len(starts), bool)
+            for name in labels:
+                hit |= self.cache.view(name)[last].astype(bool).reshape(len(last), -1).any(axis=1)
+            self._ending = {key: starts[hit]}
+        return self._ending[key]
 
 
 @dataclass
@@ -93,6 +106,13 @@ class WindowSource:
             g: GroupWindows(store.reader(g, keys=keys), holdout_every, split, limit.get(g)) for g in self.weights
         }
 
+    def heldout(self, exclude: tuple[str, ...] = ()) -> WindowSource:
+        """The held-out split of the same groups (but `exclude`), sharing this source's readers and caches."""
+        out = object.__new__(WindowSource)
+        out.weights = {g: w for g, w in self.weights.items() if g not in exclude}
+        out.groups = {g: GroupWindows(self.groups[g].reader, self.groups[g].every, "heldout") for g in out.weights}
+        return out
+
     def refresh(self) -> int:
         return sum(gw.reader.refresh() for gw in self.groups.values())
 
@@ -110,6 +130,16 @@ class WindowSource:
         for g, n in split_counts(live, batch).items():
             if n:
                 pool = self.groups[g].starts(length)
+                parts.append((g, pool[rng.integers(0, len(pool), n)][:, None] + np.arange(length)))
+        return Windows(parts)
+
+    def sample_ending_on(self, rng: np.random.Generator, batch: int, length: int, labels: tuple[str, ...]) -> Windows:
+        """Like `sample`, but only windows whose last step has one of `labels` set; empty when none has."""
+        live = {g: w for g, w in self.weights.items() if len(self.groups[g].starts_ending_on(length, labels))}
+        parts = []
+        for g, n in (split_counts(live, batch) if live else {}).items():
+            if n:
+                pool = self.groups[g].starts_ending_on(length, labels)
                 parts.append((g, pool[rng.integers(0, len(pool), n)][:, None] + np.arange(length)))
         return Windows(parts)
 

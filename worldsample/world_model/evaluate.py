@@ -4,7 +4,8 @@ From several start points of every held-out episode the model sees `history` rea
 the real actions between them), then imagines `max(horizons)` steps under the real actions; each
 imagined frame is scored against the real one. The copy-last-frame baseline (the last context
 frame, forever) and the autoencoder's reconstruction (the ceiling of any latent model) are scored
-on the same frames.
+on the same frames. Both reports add the success and done heads' precision and recall at the
+model's thresholds on every full-history window of the same episodes (`heads`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from worldsample.world_model import heads
 from worldsample.world_model.data import WindowSource
 from worldsample.world_model.errors import NotEnoughDataError
 from worldsample.world_model.imagine import Imaginer
@@ -73,7 +75,7 @@ def evaluate(
     strip_path: Path | None = None,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Image fidelity (PSNR, SSIM, and copying the last frame as the baseline) per horizon."""
+    """Image fidelity (PSNR, SSIM, and copying the last frame as the baseline) per horizon, and the heads' scores."""
     cfg = model.cfg
     K, H = cfg.dynamics.history, max(horizons)
     if not cfg.image_keys:
@@ -108,6 +110,7 @@ def evaluate(
         },
         "curve": {n: [round(float(x), 4) for x in curve[n]] for n in ("psnr", "ssim", "copy_psnr")},
         "reward_mae": float(curve["reward_err"].mean()),
+        "heads": heads.report(model, source),
     }
     if strip_path is not None and strip is not None:
         write_strip(strip_path, *strip)
@@ -138,6 +141,7 @@ def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int
         "generator": cfg.generator.kind,
         "horizons": {str(h): {f"rmse_{k}": float(np.sqrt(curve[k][h - 1])) for k in rmse_keys} for h in horizons},
         "reward_mae": float(curve["reward"].mean()),
+        "heads": heads.report(model, source),
     }
 
 

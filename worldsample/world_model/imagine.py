@@ -8,7 +8,8 @@ With `autoencoder.residual_decode` the decoded change since the last real frame 
 frame (the decoder's error on the static scene cancels). Context frames shorter than the model's
 history are padded the way the model was trained for episode starts: the first frame repeated with
 zero actions. Randomness comes from one seeded generator on the CPU, so a rollout is reproducible
-under a seed on any device.
+under a seed on any device. `success_label` and `done_label` cut the heads' probabilities at the
+thresholds calibrated on held-out episodes (`heads.py`), stored in the model's config.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Rollout:
     success: np.ndarray | None = None  # (B, T) probability
     done: np.ndarray | None = None  # (B, T) probability
     uncertainty: np.ndarray | None = None  # (B, T) ensemble / sample disagreement, None if not asked
+    success_label: np.ndarray | None = None  # (B, T) bool: success above the model's calibrated threshold
+    done_label: np.ndarray | None = None  # (B, T) bool: done above the model's calibrated threshold
 
 
 class Imaginer:
@@ -110,6 +113,8 @@ class Imaginer:
             past = a[:, 1:]
         lat = torch.stack(out_z, dim=1)
         res = Rollout(lat, **{key: torch.stack(v, 1).cpu().numpy() for key, v in heads.items()})
+        res.success_label = res.success > self.model.cfg.heads.success_threshold
+        res.done_label = res.done > self.model.cfg.heads.done_threshold
         if uncertainty:
             res.uncertainty = torch.stack(unc, 1).cpu().numpy()
         if decode:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
-from worldsample.world_model import checkpoint
+from worldsample.world_model import checkpoint, heads
 from worldsample.world_model.config import Mode, WorldModelConfig
 from worldsample.world_model.data import WindowSource
 from worldsample.world_model.errors import NotEnoughDataError
@@ -52,6 +52,15 @@ def group_weights(store: EpisodeStore, cfg: WorldModelConfig, mode: Mode) -> dic
         total = sum(real.values()) or 1.0
         weights = {g: (1 - cfg.train.sim_weight) * w / total for g, w in real.items()} | {"sim": cfg.train.sim_weight}
     return weights
+
+
+def calibrate_heads(model: WorldModel, source: WindowSource) -> dict:
+    """Success/done thresholds from the held-out episodes of the training groups (sim excluded: the
+    labels that matter are the deployment domain's); {} when there is none to calibrate on."""
+    try:
+        return heads.calibrate(model, source.heldout(exclude=("sim",)))
+    except NotEnoughDataError:
+        return {}
 
 
 def train_run(
@@ -95,6 +104,8 @@ def train_run(
             "groups": weights,
             "episodes": {g: len(gw.episodes()) for g, gw in source.groups.items()},
         }
+        if cfg.heads.calibrate:
+            meta["heads"] = calibrate_heads(model, source)
         path = checkpoint.save(out_dir, model, meta)
         if on_round:
             on_round(r, path)

@@ -14,7 +14,7 @@ import torch
 from torch.nn import functional as F
 
 from worldsample.world_model.config import WorldModelConfig
-from worldsample.world_model.data import LABEL_KEYS, LatentTable, WindowSource
+from worldsample.world_model.data import LABEL_KEYS, LatentTable, Windows, WindowSource
 from worldsample.world_model.model import WorldModel
 
 OnStep = Callable[[str, int, float], None]  # stage, step, loss
@@ -123,10 +123,16 @@ class Trainer:
         m.dynamics.eval()
         return losses
 
-    def _batch(self, source: WindowSource, batch: int, length: int):
+    def _batch(self, source: WindowSource, batch: int, length: int, positive_share: float = 0.0):
+        """Windows of `length`; a `positive_share` of them end on a success or done step (while any does)."""
         d = self.cfg.dynamics
         dev = self.model.device
-        w = source.sample(self.rng, batch, length)
+        n_pos = int(round(positive_share * batch))
+        pos = source.sample_ending_on(self.rng, n_pos, length, ("success", "done")).parts if n_pos else []
+        n_pos = sum(len(rows) for _, rows in pos)
+        w = Windows(pos + source.sample(self.rng, batch - n_pos, length).parts) if pos else source.sample(
+            self.rng, batch, length
+        )
         z = torch.as_tensor(w.gather(self.latents.tables()), device=dev)
         labels = {k: torch.as_tensor(w.gather(source.tables(k)), device=dev).float() for k in LABEL_KEYS}
         act = labels.pop("action")
@@ -166,8 +172,8 @@ class Trainer:
                     with torch.no_grad():
                         nxt, _ = m.step(hist, a, dom, member)
                     hist = torch.cat([hist[:, 1:], nxt[:, None]], dim=1)
-            # windows that end on the episode's last step: the only ones where success/done are 1
-            zh, ah, lh, dh = self._batch(source, max(t.batch // 2, 1), K)
+            # success and done are rare: this batch oversamples windows that end on them
+            zh, ah, lh, dh = self._batch(source, max(t.batch // 2, 1), K, self.cfg.heads.positive_share)
             loss = loss + t.head_weight * self._head_loss(net.context(zh, ah, dh).heads, lh, K - 1)
         return loss / (len(m.dynamics) * R)
 
