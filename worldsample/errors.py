@@ -31,3 +31,7 @@ class StoreCorruptError(StoreError):
 
 class RunDirectoryError(WorldSampleError):
     """A run directory is missing, or exists where a new one was asked for."""
+
+
+class RobotProcessError(WorldSampleError):
+    """A process of the robot side (the bridge, the simulated arm) ended while the job needed it."""

@@ -73,6 +73,11 @@ class RunFiles:
         return self.run_dir / "reports"
 
     @property
+    def ray_logs(self) -> Path:
+        """The trainer's local Ray logs, kept after its temp dir is removed."""
+        return self.run_dir / "ray_logs"
+
+    @property
     def dashboard_token(self) -> Path:
         return self.run_dir / "dashboard_token"
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from worldsample.config import RunConfig
-from worldsample.errors import ConfigError
+from worldsample.errors import ConfigError, RobotProcessError
 from worldsample.paths import RunFiles
 
 DEFAULT_PROFILE = Path("configs/robot_profiles/sim_arm.yaml")
@@ -75,7 +75,8 @@ class SimRobotOverDds:
         """Raise if either process has died (its log names the reason)."""
         for name, p in self.procs.items():
             if p.poll() is not None:
-                raise RuntimeError(f"{name} exited with {p.returncode}; see {RunFiles.of(self.run).log(name)}")
+                raise RobotProcessError(f"{name} exited with {p.returncode} (see {RunFiles.of(self.run).log(name)}); "
+                                        f"continue the run with `worldsample run --resume {self.run}`")
 
     def __exit__(self, *exc) -> None:
         for p in self.procs.values():

@@ -30,7 +30,6 @@ from worldsample.paths import RunFiles
 
 TEMP_ROOT = "/tmp"  # Ray's unix sockets live under the temp dir: a long path breaks the 107-byte limit
 GRACE_S = 3.0
-LOGS_DIR = "ray_logs"  # in the run directory: the actors' output, kept after the temp dir is gone
 
 
 class LocalRay:
@@ -39,7 +38,7 @@ class LocalRay:
 
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
-        self.logs = self.run_dir / LOGS_DIR
+        self.logs = RunFiles.of(self.run_dir).ray_logs
         self.temp_dir = Path()
         self.reaper: subprocess.Popen | None = None
 

@@ -14,7 +14,10 @@ class SynthConfig(BaseModel):
     context: int = Field(3, ge=1, le=32, description="real frames conditioning each branch")
     recent_episodes: int = Field(50, ge=1, description="branch points come from this many most recent real episodes")
     groups: list[str] = Field(["real", "demo"], description="groups whose episodes are branched")
-    success_threshold: float = Field(0.5, gt=0.0, lt=1.0, description="success-head probability that labels success")
+    success_threshold: float | None = Field(
+        None, gt=0.0, lt=1.0,
+        description="success-head probability that labels success; None: the world model's thresholds for success "
+        "and done, calibrated on held-out real windows (a predicted done also ends the branch)")
     max_uncertainty: float | None = Field(
         0.1, gt=0.0, description="veto a branch whose disagreement exceeds this at any step: the variance of the next "
         "normalised latent (unit std per channel) across the world model's ensemble members (dynamics.ensemble >= 2) "

@@ -156,14 +156,19 @@ class Synthesiser:
         )
         for b, (g, ep, t) in enumerate(points):
             obs = {key: np.concatenate([context[key][b, -1:], roll.frames[key][b, :-1]]) for key in self.keys}
-            reward, success = roll.reward[b], roll.success[b] > cfg.success_threshold
+            reward = roll.reward[b]
+            if cfg.success_threshold is None:  # the world model's own threshold, calibrated on held-out real data
+                success, terminal = roll.success_label[b], roll.success_label[b] | roll.done_label[b]
+            else:
+                success = terminal = roll.success[b] > cfg.success_threshold
             why = self._reject_reason(obs, reward, roll, b)
             if why:
                 st.dropped[why] += 1
                 continue
-            end = int(np.argmax(success)) + 1 if success.any() else len(reward)
+            # a predicted success or end of episode ends the branch there, as terminal
+            end = int(np.argmax(terminal)) + 1 if terminal.any() else len(reward)
             done = np.zeros(end, bool)
-            done[-1] = bool(success[:end].any())
+            done[-1] = bool(terminal[:end].any())
             step = {**{key: v[:end] for key, v in obs.items()}, "action": actions[b, :end], "reward": reward[:end],
                     "done": done, "success": success[:end]}
             unc = float(roll.uncertainty[b].mean()) if roll.uncertainty is not None else None
