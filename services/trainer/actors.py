@@ -3,19 +3,22 @@ logic here (that is in worldsample/loop/).
 
 Errors reach the driver as the one-line errors the command line prints: a WorldSampleError raised
 in an actor (its constructor included) is raised again as itself, not wrapped in Ray's remote
-traceback; an actor whose process died or cannot be reached becomes a PartFailedError naming the
-part and its log.
+traceback; any other exception (a bug) and an actor whose process died or cannot be reached
+become a PartFailedError naming the part and what to do (the remote traceback is logged at debug
+level: `worldsample -v`).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import re
 from typing import Any
 
 from worldsample.errors import WorldSampleError
 
+log = logging.getLogger(__name__)
 NAMESPACE = "worldsample"
 # parts that run torch: one intra-op thread each, so that on a small machine they share the cores
 TORCH_PARTS = ("learner", "world_model", "synth")
@@ -39,7 +42,12 @@ class RayPending:
         except errors.RayTaskError as e:
             if isinstance(e.cause, WorldSampleError):
                 raise e.cause.with_traceback(None) from None
-            raise
+            # a bug in a part: one line for the user, the remote traceback for whoever runs with -v
+            log.debug("remote traceback of the %s part:\n%s", self.part, e)
+            cause = e.cause if e.cause is not None else e
+            first = (str(cause).strip().splitlines() or [""])[0]
+            raise PartFailedError(f"the {self.part} part of the trainer failed: {type(cause).__name__}: {first}; "
+                                  "run with -v for its traceback, then resume the run with --resume") from None
         except errors.RayActorError as e:  # ActorDiedError, ActorUnavailableError
             raise PartFailedError(_failure(self.part, e, self.logs)) from None
 

@@ -32,6 +32,9 @@ def test_actor_errors_become_one_line_errors(tmp_path):
         def lock(self):
             raise WriterLockedError("group 'real' already has a writer (pid 77); stop it (kill 77)")
 
+        def bug(self):
+            raise KeyError("no such column\nsecond line")
+
         def crash(self):
             os._exit(3)
 
@@ -48,6 +51,10 @@ def test_actor_errors_become_one_line_errors(tmp_path):
             with pytest.raises(WriterLockedError) as e:  # the constructor's error, at the first call
                 make("sim", Part, (True,)).call("ok").result()
             assert "(pid 4242)" in one_line(e.value)
+
+            with pytest.raises(PartFailedError) as e:  # a bug: one line, its type and message
+                part.call("bug").result()
+            assert "learner part" in one_line(e.value) and "KeyError" in str(e.value) and "-v" in str(e.value)
 
             with pytest.raises(PartFailedError) as e:
                 part.call("crash").result()

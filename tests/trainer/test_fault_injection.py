@@ -1,0 +1,123 @@
+"""Fault injection on the main job (`worldsample run --robot bridge`), real processes: each process
+of the job in turn is SIGKILLed at a random moment of training, nothing of the run may be left
+30 s later, and `worldsample run --resume RUN` continues it. At the end the store verifies, real
+steps and episode ids continue without gaps or duplicates, and the summary is right.
+
+The victims: the bridge, the simulated arm, the learner's Ray actor process, the `run` supervisor
+itself (which is also the trainer driver), and the dashboard (the job goes on without it). Each kill's
+cost is printed (run with -s): robot downtime (from the kill to the first real step committed after
+the resume command) and learner updates lost (logged by the killed job, not in the checkpoint resumed from).
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from services.dashboard.server import free_port
+from worldsample.loop.checkpoint import load_checkpoint
+from worldsample.store import EpisodeStore
+
+from .procs import left_after, processes_naming, ray_temp_dir
+from .test_train_e2e import ROOT, TINY, rows
+
+ENV = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+# the part of a process's command line that tells which process of the job it is
+VICTIMS = {"bridge": "robot_bridge bridge", "sim-robot": "robot_bridge sim-robot", "learner": "ray::Learning"}
+
+
+def real_steps(run) -> int:
+    store = EpisodeStore(run)
+    return store.reader("real", cache=False).num_steps if "real" in store.groups else 0
+
+
+def updates(run) -> float:
+    if not (run / "metrics.jsonl").exists():
+        return 0.0
+    return max((r.get("learner/updates", 0.0) for r in rows(run)), default=0.0)
+
+
+def start(args, log):
+    cmd = [sys.executable, "-m", "services.cli.main", "run", *args]
+    return subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for_learning(p, run, after_updates: float, log_path, timeout=300):
+    """Until the learner has taken updates beyond `after_updates` (a round after a (re)start)."""
+    deadline = time.monotonic() + timeout
+    while updates(run) <= after_updates:
+        assert p.poll() is None, log_path.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"no learning within {timeout} s"
+        time.sleep(0.5)
+
+
+def the_process(run, temp, mark):
+    found = [pid for pid, cmd in processes_naming(str(run), temp).items() if mark in cmd]
+    assert len(found) == 1, f"{mark}: {found}"
+    return found[0]
+
+
+@pytest.mark.slow
+def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
+    rng = np.random.default_rng(0)
+    run, port = tmp_path / "run", str(free_port())
+    log_path = tmp_path / "run.log"
+    log = open(log_path, "a")
+    p = start(["--out", str(run), "--robot", "bridge", "--port", port, "--set", "demos.episodes=2",
+               "--set", "loop.real_steps=100000", "--set", "loop.learner.bc_pretrain_steps=20", *TINY], log)
+    costs = {}
+    for victim in ("bridge", "sim-robot", "learner", "run"):
+        wait_for_learning(p, run, updates(run), log_path)
+        time.sleep(float(rng.uniform(0.0, 3.0)))  # a random moment of training
+        temp = ray_temp_dir(run)
+        pid = p.pid if victim == "run" else the_process(run, temp, VICTIMS[victim])
+        os.kill(pid, signal.SIGKILL)
+        t_kill = time.monotonic()
+        p.wait(timeout=120)  # the supervisor ends the job when a part of it dies
+        left = left_after([str(run), temp], timeout=30)
+        assert not left, f"after killing the {victim}, still running 30 s later: {left}"
+        verify = subprocess.run([sys.executable, "-m", "services.cli.main", "store", "verify", str(run)], cwd=ROOT,
+                                env=ENV, capture_output=True, text=True)
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+        restored = load_checkpoint(run / "trainer")
+        kept = float(restored[0]["learner"]["updates"]) if restored else 0.0
+        taken, before_steps = updates(run), real_steps(run)  # what the killed job had logged and committed
+        # after the last kill, a small budget from here ends the run
+        budget = ["--set", f"loop.real_steps={before_steps + 400}"] if victim == "run" else []
+        p = start(["--resume", str(run), "--port", port, *budget], log)
+        deadline = time.monotonic() + 300
+        while real_steps(run) <= before_steps:
+            assert p.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"no real step within 300 s of resuming after the {victim}"
+            time.sleep(0.25)
+        costs[victim] = (time.monotonic() - t_kill, taken - kept)
+
+    # the dashboard: the job goes on without it, to the end of its budget
+    wait_for_learning(p, run, updates(run), log_path)
+    os.kill(the_process(run, ray_temp_dir(run), "services.cli.main dashboard"), signal.SIGKILL)
+    assert p.wait(timeout=600) == 0, log_path.read_text()[-3000:]
+    budget = before_steps + 400
+    log.close()
+    out = log_path.read_text()
+
+    store = EpisodeStore(run)
+    real = store.reader("real", cache=False)
+    assert sorted(real.records) == list(range(real.num_episodes))  # no gap, nothing twice
+    # the summary counts what the trainer learnt from; the bridge may commit an episode more before it stops
+    trained = re.search(r"trained (\d+) real steps", out)
+    assert trained and budget <= int(trained.group(1)) <= real.num_steps, out[-3000:]
+    assert store.reader("demo", cache=False).num_episodes == 2  # demos never collected again
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert sum(e["kind"] == "resume" for e in events) >= 4
+    verify = subprocess.run([sys.executable, "-m", "services.cli.main", "store", "verify", str(run)], cwd=ROOT, env=ENV,
+                            capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    print("\nkill cost: victim, robot downtime s (kill to the first real step after resuming), learner updates lost")
+    for victim, (down, lost) in costs.items():
+        print(f"  {victim:10s} {down:6.1f} s  {lost:6.0f} updates")
