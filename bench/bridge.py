@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bridge.py [--seconds 15] [--rates 10,50]
 
-Load (issue 3): two 640x480 RGB cameras at 30 Hz plus joint states at 500 Hz, published by
+Load: two 640x480 RGB cameras at 30 Hz plus joint states at 500 Hz, published by
 `sim-robot` (synthetic frames) with sensor QoS; the bridge records back-to-back episodes at each
 control rate into a fresh store. Figures per rate:
 - frames dropped: published by the sim minus received by the bridge, per stream (target 0);

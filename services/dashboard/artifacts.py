@@ -1,7 +1,7 @@
 """Policies (RUN/policies/), evaluation reports (RUN/reports/*.json) and the comparison table.
 
-The trainer and the evaluation issue write these; until they do, the lists are empty and the
-comparison table comes from the store alone (per policy version, per group). Contracts:
+The trainer writes the policies; evaluation code writes the reports. Without them the lists are
+empty and the comparison table comes from the store alone (per policy version, per group). Contracts:
 
 - a policy is a directory `RUN/policies/<name>/` (or a single file there); its `meta.json`
   (or `config.json`), a JSON object, is shown as is (version, step, created, ...);

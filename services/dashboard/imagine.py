@@ -1,8 +1,8 @@
 """The hook for the world model's imagination of a stored episode (real vs predicted).
 
-The world-model issue provides an `ImagineProvider` and passes it to `create_app(...,
-imagine=provider)`. Until then the endpoint answers 404 when RUN/world_model/ does not exist
-("no world model checkpoint in RUN") and 501 when it exists but no provider is wired in.
+An `ImagineProvider` (services/dashboard/wm_imagine.py, backed by the run's world model) is
+passed to `create_app(..., imagine=provider)`. Without one the endpoint answers 404 when
+RUN/world_model/ does not exist ("no world model checkpoint in RUN") and 501 when it exists.
 """
 
 from __future__ import annotations
