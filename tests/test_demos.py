@@ -11,6 +11,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from services.cli.main import app
+from worldsample.errors import WorldSampleError
 from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 
@@ -38,9 +39,14 @@ def test_collect_writes_episodes_with_images_and_metadata(tmp_path):
 
 
 def committed(run) -> int:
-    if not RunFiles.of(run).store.exists() or "demo" not in EpisodeStore(run).groups:
+    """Committed demo episodes; 0 while the collector is still creating its store (a reader may
+    race the creation of the group's files)."""
+    try:
+        if not RunFiles.of(run).store.exists() or "demo" not in EpisodeStore(run).groups:
+            return 0
+        return EpisodeStore(run).reader("demo", cache=False).num_episodes
+    except (WorldSampleError, OSError, ValueError):
         return 0
-    return EpisodeStore(run).reader("demo", cache=False).num_episodes
 
 
 def test_collector_killed_repeatedly_leaves_a_store_that_verifies(tmp_path):
@@ -52,13 +58,15 @@ def test_collector_killed_repeatedly_leaves_a_store_that_verifies(tmp_path):
         p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         # kill at a random moment of a later episode, once this collector has committed one (its
         # start-up time varies with the machine's load)
-        before, deadline = committed(tmp_path), time.monotonic() + 180
-        while committed(tmp_path) <= before:
-            assert p.poll() is None and time.monotonic() < deadline, "the collector committed nothing"
-            time.sleep(0.1)
-        time.sleep(float(rng.uniform(0.0, 1.5)))
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait()
+        try:
+            before, deadline = committed(tmp_path), time.monotonic() + 180
+            while committed(tmp_path) <= before:
+                assert p.poll() is None and time.monotonic() < deadline, "the collector committed nothing"
+                time.sleep(0.1)
+            time.sleep(float(rng.uniform(0.0, 1.5)))
+        finally:  # killed whatever happens above: a collector left running would hold the store
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
         res = CliRunner().invoke(app, ["store", "verify", str(tmp_path)])
         assert res.exit_code == 0, res.output
     r = EpisodeStore(tmp_path).reader("demo")
