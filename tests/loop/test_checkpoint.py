@@ -20,8 +20,8 @@ def test_nested_state_round_trip_without_pickle(tmp_path):
     np.testing.assert_array_equal(back["a"]["w"], np.ones((2, 3)))
     assert back["a"]["opt"][1:] == [0.5, None] and back["name"] == "x" and back["f"] == 1.5
     assert list(back["ids"]) == [0, 7] and back["ids"][7] == "x"  # int keys stay ints
-    first = save_checkpoint(tmp_path, 3, {"learner": state}, {"round": 3})
-    second = save_checkpoint(tmp_path, 7, {"learner": {"w": np.arange(3)}}, {"round": 7})
+    first = save_checkpoint(tmp_path, {"learner": state}, {"round": 3})
+    second = save_checkpoint(tmp_path, {"learner": {"w": np.arange(3)}}, {"round": 7})
     assert (first.name, second.name) == ("v000001", "v000002")
     parts, meta = load_checkpoint(tmp_path)
     assert meta == {"round": 7} and list(parts["learner"]["w"]) == [0, 1, 2]
@@ -29,10 +29,10 @@ def test_nested_state_round_trip_without_pickle(tmp_path):
     assert not list(tmp_path.glob(".tmp-*"))
 
 
-def test_the_same_step_twice_keeps_both(tmp_path):
-    # the final checkpoint of a run may repeat the last periodic one's step: nothing is overwritten
-    save_checkpoint(tmp_path, 5, {"learner": {"w": np.zeros(2)}}, {"round": 5})
-    save_checkpoint(tmp_path, 5, {"learner": {"w": np.ones(2)}, "synth": {"n": 1}}, {"round": 4, "final": True})
+def test_two_checkpoints_of_the_same_round_are_both_kept(tmp_path):
+    # the final checkpoint of a run may follow a periodic one of the same round: nothing is overwritten
+    save_checkpoint(tmp_path, {"learner": {"w": np.zeros(2)}}, {"round": 5})
+    save_checkpoint(tmp_path, {"learner": {"w": np.ones(2)}, "synth": {"n": 1}}, {"round": 4, "final": True})
     parts, meta = load_checkpoint(tmp_path)
     assert meta == {"round": 4, "final": True} and set(parts) == {"learner", "synth"}
     np.testing.assert_array_equal(parts["learner"]["w"], np.ones(2))
@@ -41,7 +41,7 @@ def test_the_same_step_twice_keeps_both(tmp_path):
 
 def test_missing_and_corrupt(tmp_path):
     assert load_checkpoint(tmp_path) is None
-    save_checkpoint(tmp_path, 1, {"learner": {"w": np.arange(3)}}, {"round": 1})
+    save_checkpoint(tmp_path, {"learner": {"w": np.arange(3)}}, {"round": 1})
     (tmp_path / "v000001" / "learner.safetensors").write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match="unreadable"):
         load_checkpoint(tmp_path)

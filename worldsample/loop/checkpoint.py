@@ -62,9 +62,9 @@ def join_state(tree: Any, tensors: dict[str, np.ndarray]) -> Any:
     return tree
 
 
-def save_checkpoint(root: Path, step: int, parts: dict[str, Any], meta: dict[str, Any]) -> Path:
+def save_checkpoint(root: Path, parts: dict[str, Any], meta: dict[str, Any]) -> Path:
     """Write parts (name -> nested state) as <name>.safetensors + <name>.json, and `meta`, as the
-    next version; returns its directory. `step` names nothing on disk: resume reads `meta` only."""
+    next version; returns its directory. Resume reads `meta` only, never a file name."""
     split = {name: split_state(state) for name, state in parts.items()}
 
     def write(tmp: Path) -> None:
@@ -77,7 +77,7 @@ def save_checkpoint(root: Path, step: int, parts: dict[str, Any], meta: dict[str
     try:
         return vdir.path(vdir.publish(write))
     except VersionError as e:
-        raise CheckpointError(f"trainer checkpoint of step {step} not written: {e}") from None
+        raise CheckpointError(f"trainer checkpoint {meta} not written: {e}") from None
 
 
 def load_checkpoint(root: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:

@@ -212,7 +212,7 @@ class Loop:
             s.wm_versions = int(late.get("wm/version", s.wm_versions))
         learner_state = get(learner, "state")
         parts = {"learner": learner_state, **({"synth": get(synth, "state")} if synth is not None else {})}
-        self._save(parts, round_=self.next_round - 1, step=self.next_round)
+        self._save(parts, round_=self.next_round - 1)
         get(learner, "export", {"round": self.next_round, "real_steps": self.seen_steps, "final": True})
         if self._evaluates():
             s.success_after = self._evaluation()
@@ -291,7 +291,7 @@ class Loop:
             parts = {"learner": get(self.parts.learner, "state")}
             if self.parts.synth is not None:
                 parts["synth"] = get(self.parts.synth, "state")
-            self._save(parts, round_=self.round.index, step=self.round.index)
+            self._save(parts, round_=self.round.index)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _due(self, every: int, first: bool = True) -> bool:
@@ -309,6 +309,6 @@ class Loop:
         self.summary.evals.append((self.seen_steps, ev["success_rate"], ev["policy_version"]))
         return ev["success_rate"]
 
-    def _save(self, parts: dict, round_: int, step: int) -> None:
+    def _save(self, parts: dict, round_: int) -> None:
         meta = {"round": round_, "real_steps": self.seen_steps, "real_episodes": self.real.num_episodes}
-        save_checkpoint(self.ckpt_root, step, parts, meta)
+        save_checkpoint(self.ckpt_root, parts, meta)
