@@ -113,3 +113,16 @@ def test_state_only_model_is_scored_by_vector_error(toy_run, tmp_path):
     r = rep["horizons"]["1"]
     assert set(r) == {"rmse_proprio", "rmse_copy_proprio"} and np.isfinite(rep["reward_mae"])
     assert r["rmse_proprio"] < r["rmse_copy_proprio"], rep["horizons"]
+
+
+def test_a_fresh_model_is_the_same_for_the_same_config_whatever_the_process_rng(toy_run, tmp_path):
+    # imports (Ray, RLlib) reseed torch's global generator from the OS: a fresh model must not depend on it
+    import torch
+
+    cfg = tiny_config(ae_steps=2, dyn_steps=2)
+    weights = []
+    for i in range(2):
+        torch.manual_seed(1000 + i)  # a different global state before each run
+        model, _ = train_run(toy_run, cfg, "demo", out_dir=tmp_path / str(i))
+        weights.append({k: v.clone() for k, v in model.state_dict().items()})
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])

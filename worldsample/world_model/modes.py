@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
 from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 from worldsample.world_model import checkpoint, heads
@@ -84,6 +86,8 @@ def train_run(
         model.cfg = cfg  # same architecture (checked); training and sampler settings come from the caller
         model.generator = make_generator(cfg.generator)
     else:
+        # the process's torch seed is not fixed (imports may reseed it): a fresh model's weights come from the config
+        torch.manual_seed(cfg.train.seed)
         model = WorldModel(cfg).to(cfg.train.device)
     trainer = Trainer(model, cfg)
     path = None
