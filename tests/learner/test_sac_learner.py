@@ -217,3 +217,26 @@ def test_bc_pretraining_fits_the_demo_actions():
     gap0 = _actor_gap(a, b)
     losses = a.bc_pretrain(obs, actions, 300)
     assert np.isfinite(losses["bc_nll"]) and losses["bc_mse"] < 0.1 * gap0 and _actor_gap(a, b) < 0.1 * gap0
+
+
+def _entropy_after_bc_updates(std_weight: float, updates: int = 150) -> tuple[float, float, dict]:
+    torch.manual_seed(0)
+    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, bc_weight=5.0, lr=3e-3,
+                        bc_std_weight=std_weight, critic_warmup_updates=0)
+    a = sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+    b = batch(1.0, 1.0)
+    b["action"] = np.tanh(b["obs/proprio"][:, :2]).astype(np.float32)  # a consistent human
+    b["bc_mask"] = np.ones(B, np.float32)
+    h0 = a.entropy(b)
+    for _ in range(updates):
+        m = a.update(b)
+    return h0, a.entropy(b), m
+
+
+def test_spread_on_human_rows_falls_as_the_actor_gets_good_only_with_the_likelihood_term():
+    h0, without, m0 = _entropy_after_bc_updates(0.0)
+    h0_std, with_std, m = _entropy_after_bc_updates(1.0)
+    assert h0 == pytest.approx(h0_std, abs=0.2)  # same start (entropy is sampled)
+    assert "bc_nll" not in m0 and np.isfinite(m["bc_nll"])
+    print(f"entropy {h0:.2f} -> {without:.2f} (mean-only BC) vs {with_std:.2f} (with the spread's likelihood)")
+    assert with_std < without - 1.0 and with_std < h0 - 1.0

@@ -34,6 +34,12 @@ class LearnerConfig(BaseModel):
             "behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC"
         ),
     )
+    bc_std_weight: float = Field(
+        1.0,
+        ge=0.0,
+        description="likelihood of the demo/intervention actions with the mean held fixed, in the actor loss: the "
+        "log-std follows the imitation error, so the policy's entropy falls as it gets good (PPL paces on it); 0: off",
+    )
     bc_pretrain_steps: int = Field(
         3000,
         ge=0,

@@ -86,8 +86,9 @@ class PPLSACLearner(SACTorchLearner):
             self._temp_losses[(module_id, "qf_extra_loss")] = extra
             self.metrics.log_value((module_id, "qf_extra_loss"), extra, window=1)
         bc_weight = float(config.learner_config_dict.get("bc_weight", 0.0))
-        if bc_weight > 0 and "bc_mask" in batch:
-            self._add_bc_term(module_id, bc_weight, batch, weights, fwd_out)
+        std_weight = float(config.learner_config_dict.get("bc_std_weight", 0.0))
+        if (bc_weight > 0 or std_weight > 0) and "bc_mask" in batch:
+            self._add_bc_term(module_id, bc_weight, std_weight, batch, weights, fwd_out)
         # the total is reported only: each optimiser steps on its own entry of `_temp_losses`
         return sum(loss for (mid, _), loss in self._temp_losses.items() if mid == module_id)
 
@@ -105,7 +106,9 @@ class PPLSACLearner(SACTorchLearner):
         # the same keys RLlib logged a moment ago (window 1: the last value is the one reported)
         self.metrics.log_dict({POLICY_LOSS_KEY: actor_loss, "alpha_loss": alpha_loss}, key=module_id, window=1)
 
-    def _add_bc_term(self, module_id, bc_weight: float, batch, weights: torch.Tensor, fwd_out) -> None:
+    def _add_bc_term(
+        self, module_id, bc_weight: float, std_weight: float, batch, weights: torch.Tensor, fwd_out
+    ) -> None:
         """TD3+BC on the rows a human drove (`bc_mask`), added to the actor loss; zero-weight rows take
         no part, neither in the term nor in its scale."""
         mask = batch["bc_mask"].float() * weights
@@ -117,9 +120,28 @@ class PPLSACLearner(SACTorchLearner):
         # as returns grow nor dominates when they are small
         q_scale = (weights * fwd_out["q_curr"].abs()).sum() / weights.sum().clamp(min=_WEIGHT_EPS)
         bc_loss = bc_weight * q_scale.detach() * bc
+        if std_weight > 0:
+            # the spread follows the policy's competence on what the human did: the likelihood of
+            # the human's actions with the mean held fixed trains only the log-std, so the entropy
+            # falls as the imitation error does (the signal PPL paces on)
+            nll = self._spread_nll(module, fwd_out[Columns.ACTION_DIST_INPUTS], batch[Columns.ACTIONS])
+            bc_loss = bc_loss + std_weight * (nll * mask).sum() / mask.sum().clamp(min=1.0)
+            self.metrics.log_value((module_id, "bc_nll"), (nll * mask).sum() / mask.sum().clamp(min=1.0), window=1)
         key = (module_id, POLICY_LOSS_KEY)
         self._temp_losses[key] = self._temp_losses[key] + bc_loss
-        self.metrics.log_value((module_id, "bc_mse"), bc, window=1)
+        if bc_weight > 0:
+            self.metrics.log_value((module_id, "bc_mse"), bc, window=1)
+
+    def _spread_nll(self, module, dist_inputs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Per-row -log pi(a|s) of the squashed Gaussian with its mean detached (gradient to the log-std only)."""
+        mean, log_std = dist_inputs.chunk(2, dim=-1)
+        dist = module.get_train_action_dist_cls().from_logits(torch.cat([mean.detach(), log_std], dim=-1))
+        return -dist.logp(self._inside_bounds(module, actions))
+
+    def _inside_bounds(self, module, a: torch.Tensor) -> torch.Tensor:
+        """The likelihood of a squashed Gaussian needs actions strictly inside the action box."""
+        low, high = (torch.as_tensor(v, device=a.device) for v in (module.action_space.low, module.action_space.high))
+        return low + ((2.0 * (a - low) / (high - low) - 1.0).clamp(-0.995, 0.995) + 1.0) * 0.5 * (high - low)
 
     def _squash(self, module, u: torch.Tensor) -> torch.Tensor:
         low, high = (torch.as_tensor(x, device=u.device) for x in (module.action_space.low, module.action_space.high))
@@ -137,11 +159,8 @@ class PPLSACLearner(SACTorchLearner):
         dist_cls = module.get_train_action_dist_cls()
         gen = torch.Generator().manual_seed(seed)
         x = torch.as_tensor(obs, device=self._device)
-        space = module.action_space
-        low, high = (torch.as_tensor(v, device=self._device) for v in (space.low, space.high))
         a = torch.as_tensor(actions, device=self._device)
-        # the likelihood of a squashed Gaussian needs actions strictly inside the bounds
-        a_in = low + ((2.0 * (a - low) / (high - low) - 1.0).clamp(-0.995, 0.995) + 1.0) * 0.5 * (high - low)
+        a_in = self._inside_bounds(module, a)
         mse = nll = torch.zeros(())
         # a remote learner wraps the module in DistributedDataParallel: its gradient hooks must not
         # count these backward passes as a step of its own
@@ -237,7 +256,7 @@ class SACAgent:
                 num_learners=cfg.num_learners,
                 num_gpus_per_learner=cfg.num_gpus_per_learner,
                 learner_class=PPLSACLearner,
-                learner_config_dict={"bc_weight": cfg.bc_weight},
+                learner_config_dict={"bc_weight": cfg.bc_weight, "bc_std_weight": cfg.bc_std_weight},
             )
             .debugging(seed=cfg.seed)
         )
