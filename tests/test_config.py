@@ -51,3 +51,12 @@ def test_yaml_1_1_words_stay_strings(tmp_path):
     f.write_text("loop:\n  ppl:\n    mode: off\n  interventions: true\n")
     cfg = load_config(f)
     assert cfg.loop.ppl.mode == "off" and cfg.loop.interventions is True
+
+
+def test_a_run_config_with_the_old_synthetic_bound_still_loads(tmp_path):
+    # one bound for the synthetic pool: loop.synth.pool_max_steps; older run directories named a second
+    f = tmp_path / "config.yaml"
+    f.write_text("store:\n  chunk_len: 16\n  synthetic_max_steps: 200000\n")
+    cfg = load_config(f)
+    assert cfg.store.chunk_len == 16 and not hasattr(cfg.store, "synthetic_max_steps")
+    assert cfg.loop.synth.pool_max_steps == 5000

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsample.atomic import atomic_write_text
 from worldsample.loop.config import LoopConfig
@@ -26,7 +26,15 @@ from worldsample.yamlconfig import load_model
 class StoreConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     chunk_len: int = Field(32, ge=1, le=4096, description="steps per zarr chunk (episodes are chunk-aligned)")
-    synthetic_max_steps: int | None = Field(200_000, ge=1, description="bound of the synthetic pool")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        # run directories written before the synthetic pool's bound moved to loop.synth.pool_max_steps
+        # still resume; the old value is ignored, as the synthesiser never read it
+        if isinstance(data, dict) and "synthetic_max_steps" in data:
+            data = {k: v for k, v in data.items() if k != "synthetic_max_steps"}
+        return data
 
 
 class DemoConfig(BaseModel):

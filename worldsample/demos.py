@@ -37,7 +37,7 @@ def group_for_domain(domain: str) -> str:
 
 def open_store_for_env(run_dir: Path, cfg: RunConfig, env, group: str) -> EpisodeStore:
     store = EpisodeStore(run_dir, create=True)
-    retention = Retention(max_steps=cfg.store.synthetic_max_steps) if group == "synthetic" else None
+    retention = Retention(max_steps=cfg.loop.synth.pool_max_steps) if group == "synthetic" else None
     schema = GroupSchema.from_spaces(env.observation_space, env.action_space, cfg.store.chunk_len)
     store.ensure_group(group, schema, retention)
     return store
