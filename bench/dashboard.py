@@ -55,7 +55,8 @@ def serve(run_dir: str, port: int, nice: int, session: bool) -> None:
     own_session(session)
     if nice:
         os.nice(nice)
-    app = create_app(run_dir, DashboardSettings(port=port, token=TOKEN))
+    # the load generator's clients stand in for browsers on other machines, but all come from 127.0.0.1
+    app = create_app(run_dir, DashboardSettings(port=port, token=TOKEN, max_streams_per_client=256))
     uvicorn.Server(uvicorn_config(app, "127.0.0.1", port)).run()
 
 

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from services.dashboard.apidocs import install_docs, state_limits
 from services.dashboard.auth import QueryTokenRejector, TokenGuard, resolve_token
 from services.dashboard.context import AppContext
 from services.dashboard.data import RunData
@@ -50,7 +51,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
-        ctx.hub.poll()  # metrics and episodes are there before the first request
+        ctx.hub.poll()  # metrics and episodes are there before the first request (a broken file is logged)
         task = asyncio.create_task(ctx.hub.run())
         try:
             yield
@@ -66,8 +67,18 @@ def create_app(
             "Run status, metrics, stored episodes and their frames, policies, and control of one run directory."
         ),
         lifespan=lifespan,
+        docs_url=None,  # served by apidocs (local assets; FastAPI's page loads a CDN that the CSP blocks)
+        redoc_url=None,
     )
     app.state.ctx = ctx
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = state_limits(FastAPI.openapi(app), settings)
+        return app.openapi_schema
+
+    app.openapi = openapi
+    install_docs(app)
     install_handlers(app)
     for r in (run.router, metrics.router, episodes.router, frames.router, policies.router, control.router):
         app.include_router(r)

@@ -15,13 +15,16 @@ import logging
 import os
 import secrets
 import stat
+import threading
+import time
+from collections import OrderedDict
 from pathlib import Path
 from urllib.parse import parse_qsl
 
 from fastapi import Request
 
-from services.dashboard.errors import Forbidden, Unauthorized
-from services.dashboard.settings import DashboardSettings
+from services.dashboard.errors import Forbidden, TooManyRequests, Unauthorized
+from services.dashboard.settings import MIN_TOKEN_LENGTH, DashboardSettings
 from worldsample.atomic import atomic_write_text
 from worldsample.paths import RunFiles
 
@@ -41,9 +44,9 @@ def resolve_token(run_dir: Path, settings: DashboardSettings) -> str:
             log.warning("%s is readable by others (mode %o): setting it to 0600", path, mode)
             os.chmod(path, 0o600)
         token = path.read_text().strip()
-        if len(token) >= 16:
+        if len(token) >= MIN_TOKEN_LENGTH:
             return token
-        log.warning("%s holds no usable token (under 16 characters): writing a new one", path)
+        log.warning("%s holds no usable token (under %d characters): writing a new one", path, MIN_TOKEN_LENGTH)
     token = secrets.token_urlsafe(32)
     atomic_write_text(path, token + "\n", mode=0o600)
     return token
@@ -58,10 +61,53 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+class Backoff:
+    """Wrong tokens per client address. After `free` wrong tokens in a row a client must wait
+    1 s, then 2 s, 4 s, ... up to `max_s` after each further one; while it waits, every token it
+    sends is refused unchecked (429), so waiting is the only way to guess faster. A right token
+    clears the count; so do `forget_s` seconds without a wrong one. At most `max_clients` are
+    remembered (the least recently failed are forgotten first), so memory stays bounded."""
+
+    def __init__(self, free: int, max_s: float, max_clients: int = 4096, forget_s: float = 900.0):
+        self.free, self.max_s, self.max_clients, self.forget_s = free, max_s, max_clients, forget_s
+        self._clients: OrderedDict[str, tuple[int, float, float]] = OrderedDict()  # failures, blocked until, last
+        self._lock = threading.Lock()
+
+    def wait_s(self, client: str) -> float:
+        """Seconds the client must still wait (0 when it may try)."""
+        now = time.monotonic()
+        with self._lock:
+            got = self._clients.get(client)
+            if got is None:
+                return 0.0
+            if now - got[2] > self.forget_s:
+                del self._clients[client]
+                return 0.0
+            return max(0.0, got[1] - now)
+
+    def failed(self, client: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            n, _, last = self._clients.pop(client, (0, 0.0, now))
+            n = 1 if now - last > self.forget_s else n + 1
+            wait = 0.0 if n <= self.free else min(self.max_s, 2.0 ** (n - self.free - 1))
+            self._clients[client] = (n, now + wait, now)
+            while len(self._clients) > self.max_clients:
+                self._clients.popitem(last=False)
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._clients.pop(client, None)
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+
 class TokenGuard:
     def __init__(self, token: str, settings: DashboardSettings):
         self._token = token.encode()
         self.read_policy = settings.read_policy
+        self.backoff = Backoff(settings.auth_free_failures, settings.auth_backoff_max_s)
 
     def check_bearer(self, request: Request) -> None:
         header = request.headers.get("authorization")
@@ -72,8 +118,17 @@ class TokenGuard:
         scheme, _, value = header.partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
             raise Unauthorized("the Authorization header must be 'Bearer <token>'")
+        client = request.client.host if request.client else "?"
+        wait = self.backoff.wait_s(client)
+        if wait > 0:
+            raise TooManyRequests(
+                f"too many wrong tokens from {client}: wait {wait:.0f} s before the next try", retry_after_s=wait
+            )
         if not hmac.compare_digest(value.strip().encode(), self._token):
+            self.backoff.failed(client)
+            log.warning("wrong dashboard token from %s", client)
             raise Forbidden("wrong token")
+        self.backoff.succeeded(client)
 
     def control(self, request: Request) -> None:
         """Dependency of every control endpoint."""

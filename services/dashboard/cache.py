@@ -64,6 +64,10 @@ class ByteLRU:
                 self._loading.pop(key, None)
             pending.set()
 
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep a value loaded elsewhere (dropped at once when larger than the whole budget)."""
+        self._put(key, value)
+
     def _put(self, key: Hashable, value: Any) -> None:
         size = _size(value)
         if size > self.max_bytes:

@@ -7,10 +7,17 @@ boundaries, so a chunk of an episode is one zarr chunk): fifty viewers of fifty 
 fifty chunks in RAM, not fifty whole episodes. Decoded blocks and encoded images live in
 byte-bounded LRUs; committed episodes never change, so cached data stays valid until
 retention drops the episode.
+
+Damage is per episode: the store's readers set aside an episode whose record or chunks are
+damaged (`damaged()` lists them with the reason), and before a key of an episode is first
+served it is checked against the commit record's checksum, a chunk at a time (the chunks it
+reads are cached), so a deleted chunk is an error instead of black frames. A group whose
+attributes cannot be read is left out and listed too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -19,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from services.dashboard.cache import ByteLRU
-from services.dashboard.errors import NotFound
+from services.dashboard.errors import EpisodeDamaged, NotFound
 from services.dashboard.settings import DashboardSettings
 from worldsample.errors import StoreCorruptError, StoreError
 from worldsample.store import EpisodeRecord, EpisodeStore, GroupReader, GroupSchema
@@ -39,6 +46,9 @@ class RunData:
         budget = settings.frame_cache_mb << 20
         self.arrays = ByteLRU(budget * 3 // 4)  # decoded frames and step arrays
         self.images = ByteLRU(budget // 4)  # encoded JPEG/PNG bytes
+        self.verified = ByteLRU(1 << 20)  # (group, episode, key) checked against its checksum
+        self.broken_groups: dict[str, str] = {}  # group -> why it could not be opened
+        self._damaged_seen: dict[str, int] = {}
 
     # -- refreshing ----------------------------------------------------------------------------
     def refresh(self, force: bool = False) -> bool:
@@ -57,7 +67,14 @@ class RunData:
             for g in self._store.groups:
                 r = self._readers.get(g)
                 if r is None:
-                    r = self._readers[g] = self._store.reader(g, cache=False)
+                    try:
+                        r = self._readers[g] = self._store.reader(g, cache=False)
+                    except StoreError as e:  # unreadable group attributes: the other groups still serve
+                        if self.broken_groups.get(g) != str(e):
+                            log.error("store group %r cannot be opened: %s", g, e)
+                        self.broken_groups[g] = str(e)
+                        continue
+                    self.broken_groups.pop(g, None)
                     changed = changed or r.num_episodes > 0
                     continue
                 before = set(r.records)
@@ -67,6 +84,10 @@ class RunData:
                     self.arrays.discard(lambda k, g=g, gone=gone: k[0] == g and k[1] in gone)
                     self.images.discard(lambda k, g=g, gone=gone: k[0] == g and k[1] in gone)
                 changed = changed or bool(gone) or len(r.records) != len(before)
+            # an episode set aside while it was read (not by refresh) changes the list too
+            damaged = {g: len(r.damaged) for g, r in self._readers.items()}
+            changed = changed or damaged != self._damaged_seen
+            self._damaged_seen = damaged
             if changed:
                 self.version += 1
             return changed
@@ -107,8 +128,22 @@ class RunData:
         r = self.reader(group)
         rec = r.records.get(episode)
         if rec is None:
+            why = r.damaged.get(episode)
+            if why is not None:
+                raise EpisodeDamaged(f"{group}/{episode} is set aside as damaged: {why}")
             raise NotFound(f"{group}/{episode}: no such committed episode (ids in {group}: {_id_span(r)})")
         return rec
+
+    def damaged(self) -> list[tuple[str, int | None, str]]:
+        """(group, episode, why) of each episode set aside, and (group, None, why) of each group
+        that could not be opened."""
+        self.refresh()
+        with self._lock:
+            readers = dict(self._readers)
+            out: list[tuple[str, int | None, str]] = [(g, None, why) for g, why in self.broken_groups.items()]
+        for g, r in readers.items():
+            out.extend((g, i, why) for i, why in sorted(dict(r.damaged).items()))
+        return out
 
     def writer_active(self, group: str) -> bool:
         with self._lock:
@@ -145,25 +180,46 @@ class RunData:
 
     def _block(self, group: str, episode: int, key: str, index: int) -> np.ndarray:
         rec = self.record(group, episode)
+        self.check(group, episode, key)
         return self.arrays.get_or_load((group, episode, key, index), lambda: self._read_block(group, rec, key, index))
+
+    def check(self, group: str, episode: int, key: str) -> None:
+        """Check a key of an episode against its checksum once (a chunk at a time, caching the
+        chunks read): EpisodeDamaged when it does not match or does not decode."""
+        self.verified.get_or_load((group, episode, key), lambda: self._verify(group, episode, key))
+
+    def _verify(self, group: str, episode: int, key: str) -> bool:
+        def keep(_: str, index: int, block: np.ndarray) -> None:
+            block.setflags(write=False)
+            self.arrays.put((group, episode, key, index), block)
+
+        with self._errors(group, episode):
+            self.reader(group).verify(episode, [key], on_block=keep)
+        return True
+
+    @contextlib.contextmanager
+    def _errors(self, group: str, episode: int):
+        try:
+            yield
+        except StoreCorruptError as e:  # the reader has set the episode aside
+            self.arrays.discard(lambda k: k[0] == group and k[1] == episode)
+            self.images.discard(lambda k: k[0] == group and k[1] == episode)
+            raise EpisodeDamaged(f"{e}; the episode is set aside (listed under damaged in /api/run)") from e
+        except StoreError as e:  # the record is gone: retention dropped the episode
+            raise NotFound(f"{group}/{episode} was dropped by retention while it was read: {e}") from e
 
     def _read_block(self, group: str, rec: EpisodeRecord, key: str, index: int) -> np.ndarray:
         c = self.schema(group).chunk_len
         lo, hi = index * c, min(rec.length, (index + 1) * c)
-        try:
+        with self._errors(group, rec.episode):
             block = self.reader(group).read_steps(rec.episode, key, lo, hi)
-        except StoreCorruptError:  # a broken store is a server error, not a missing episode
-            raise
-        except StoreError as e:  # the record is gone: retention dropped the episode
-            raise NotFound(f"{group}/{rec.episode} was dropped by retention while it was read") from e
         block.setflags(write=False)
         return block
 
     def _read(self, group: str, episode: int, key: str) -> np.ndarray:
-        try:
-            arr = self.reader(group).episode(episode, keys=[key])[key]
-        except StoreError as e:
-            raise NotFound(f"{group}/{episode} cannot be read now (dropped by retention?): {e}") from e
+        with self._errors(group, episode):
+            arr = self.reader(group).episode(episode, keys=[key])[key]  # checked against its checksum
+        self.verified.put((group, episode, key), True)
         arr.setflags(write=False)
         return arr
 

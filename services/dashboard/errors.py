@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from worldsample.errors import WorldSampleError
+from worldsample.errors import StoreCorruptError, WorldSampleError
 
 
 class DashboardError(WorldSampleError):
@@ -38,8 +38,25 @@ class RangeNotSatisfiable(DashboardError):
     status = 416
 
 
+class EpisodeDamaged(DashboardError):
+    """The episode's stored data is damaged; the store's readers set it aside."""
+
+    status = 410
+    headers: ClassVar[dict[str, str]] = {"Cache-Control": "no-store"}
+
+
 class TooManyStreams(DashboardError):
     status = 429
+
+
+class TooManyRequests(DashboardError):
+    """429 with a Retry-After: too many wrong tokens from this client, or too much queued work."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after_s: float):
+        super().__init__(message)
+        self.headers = {"Retry-After": str(max(1, round(retry_after_s)))}
 
 
 class NotImplementedYet(DashboardError):
@@ -54,6 +71,15 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(DashboardError)
     async def _dashboard(_: Request, exc: DashboardError):
         return JSONResponse(_body(type(exc).__name__, str(exc)), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(StoreCorruptError)
+    async def _damaged(_: Request, exc: StoreCorruptError):
+        # damaged stored data found while answering: the store's reader has set the episode aside
+        return JSONResponse(
+            _body("EpisodeDamaged", f"{exc}; the episode is set aside (see damaged in /api/run)"),
+            status_code=EpisodeDamaged.status,
+            headers=EpisodeDamaged.headers,
+        )
 
     @app.exception_handler(WorldSampleError)
     async def _library(_: Request, exc: WorldSampleError):

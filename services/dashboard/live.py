@@ -10,6 +10,7 @@ page reconnects and reloads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -18,7 +19,6 @@ from typing import Any
 
 import anyio
 
-from services.dashboard.errors import TooManyStreams
 from services.dashboard.overview import build_overview
 
 log = logging.getLogger(__name__)
@@ -48,24 +48,45 @@ class LiveHub:
         self.streams = streams
         self._subs: set[_Sub] = set()
         self.ticks = 0
+        self.failures = 0
+        self._last_error: dict[str, str] = {}
 
     def poll(self) -> list[bytes]:
-        """Read what is new in the run's files (runs in a worker thread)."""
+        """Read what is new in the run's files (runs in a worker thread). Each part is read and
+        sent on its own, so one broken file never costs the others: rows read from metrics.jsonl
+        are sent even when the overview cannot be built."""
         c = self.ctx
-        out = []
-        rows = c.metrics.refresh()
-        for i in range(0, len(rows), MAX_ROWS_PER_MESSAGE):
-            out.append(sse("metrics", {"rows": [_finite(r) for r in rows[i : i + MAX_ROWS_PER_MESSAGE]]}))
-        new = c.events.refresh()
-        if new:
-            out.append(sse("events", {"items": [e.model_dump(mode="json") for e in new[-500:]]}))
-        if c.data.refresh(force=True):
-            out.append(sse("episodes", {"version": c.data.version}))
+        out: list[bytes] = []
+        with self._part("metrics"):
+            rows = c.metrics.refresh()
+            for i in range(0, len(rows), MAX_ROWS_PER_MESSAGE):
+                out.append(sse("metrics", {"rows": [_finite(r) for r in rows[i : i + MAX_ROWS_PER_MESSAGE]]}))
+        with self._part("events"):
+            new = c.events.refresh()
+            if new:
+                out.append(sse("events", {"items": [e.model_dump(mode="json") for e in new[-500:]]}))
+        with self._part("episodes"):
+            if c.data.refresh(force=True):
+                out.append(sse("episodes", {"version": c.data.version}))
         if self._subs:
-            ov = build_overview(c.data, c.metrics, c.events, c.control)
-            out.append(sse("overview", ov.model_dump(mode="json")))
+            with self._part("overview"):
+                ov = build_overview(c.data, c.metrics, c.events, c.control, run_id=c.run_id)
+                out.append(sse("overview", ov.model_dump(mode="json")))
         self.ticks += 1
         return out
+
+    @contextlib.contextmanager
+    def _part(self, what: str):
+        try:
+            yield
+        except Exception as e:  # a broken file must not end live updates, nor cost the other parts
+            self.failures += 1
+            why = f"{type(e).__name__}: {str(e)[:300]}"
+            if self._last_error.get(what) != why:  # logged once while it stays the same
+                log.error("live update: %s failed: %s", what, why)
+            self._last_error[what] = why
+        else:
+            self._last_error.pop(what, None)
 
     async def run(self) -> None:
         while True:
@@ -89,16 +110,18 @@ class LiveHub:
             sub.queue.get_nowait()
             sub.queue.put_nowait(None)
 
-    async def subscribe(self) -> AsyncIterator[bytes]:
-        if not self.streams.acquire():
-            raise TooManyStreams("too many live streams open; close a tab or raise max_stream_clients")
+    async def subscribe(self, client: str = "?") -> AsyncIterator[bytes]:
+        self.streams.acquire("live-update", client)
         sub = _Sub()
         self._subs.add(sub)
-        return self._stream(sub)
+        return self._stream(sub, client)
 
-    async def _stream(self, sub: _Sub) -> AsyncIterator[bytes]:
+    async def _stream(self, sub: _Sub, client: str) -> AsyncIterator[bytes]:
         try:
-            yield sse("hello", {"interval": self.interval, "episodes_version": self.ctx.data.version})
+            yield sse(
+                "hello",
+                {"interval": self.interval, "episodes_version": self.ctx.data.version, "run_id": self.ctx.run_id},
+            )
             while True:
                 try:
                     msg = await asyncio.wait_for(sub.queue.get(), timeout=15)
@@ -111,4 +134,4 @@ class LiveHub:
                 yield msg
         finally:
             self._subs.discard(sub)
-            self.streams.release()
+            self.streams.release("live-update", client)

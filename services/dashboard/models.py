@@ -56,8 +56,17 @@ class ControlView(BaseModel):
     acks: list[Ack]
 
 
+class DamagedItem(BaseModel):
+    group: str
+    episode: int | None = Field(description="null when the whole group could not be opened")
+    reason: str
+
+
 class RunOverview(BaseModel):
     run: str
+    run_id: str = Field(
+        description="changes when another run is served from this address; image URLs with run=<run_id> are cached"
+    )
     now: float
     status_source: Literal["status.json", "derived"]
     phase: str
@@ -75,6 +84,10 @@ class RunOverview(BaseModel):
     policies: int
     reports: int
     recent_controls: list[ControlView]
+    damaged: list[DamagedItem] = Field(
+        description="episodes the store's readers set aside as damaged (unreadable record, chunks that do not "
+        "decode or do not match their checksums), and groups that could not be opened"
+    )
 
 
 # -- episodes ----------------------------------------------------------------------------------
@@ -179,8 +192,8 @@ class ControlBody(BaseModel):
 
 class LabelBody(ControlBody):
     group: Provenance
-    episode: int = Field(ge=0, le=2**53)
-    success: bool
+    episode: int = Field(ge=0, le=2**53, strict=True, description='an integer (false, 1.0 or "1" are refused)')
+    success: bool = Field(strict=True, description='true or false (0, 1 or "yes" are refused)')
 
 
 # -- policies and reports ----------------------------------------------------------------------

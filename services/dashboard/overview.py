@@ -6,7 +6,14 @@ import time
 
 from services.dashboard.artifacts import list_policies, list_reports
 from services.dashboard.data import RunData
-from services.dashboard.models import ControlView, GroupSummary, MetricsSummary, RunOverview, ServiceView
+from services.dashboard.models import (
+    ControlView,
+    DamagedItem,
+    GroupSummary,
+    MetricsSummary,
+    RunOverview,
+    ServiceView,
+)
 from worldsample.paths import RunFiles
 from worldsample.runlog.control import ControlChannel
 from worldsample.runlog.events import EventReader
@@ -46,7 +53,12 @@ def control_views(control: ControlChannel, limit: int) -> list[ControlView]:
 
 
 def build_overview(
-    data: RunData, metrics: MetricsReader, events: EventReader, control: ControlChannel, controls: int = 8
+    data: RunData,
+    metrics: MetricsReader,
+    events: EventReader,
+    control: ControlChannel,
+    controls: int = 8,
+    run_id: str = "",
 ) -> RunOverview:
     now = time.time()
     files = RunFiles.of(data.run_dir)
@@ -72,6 +84,7 @@ def build_overview(
     real = next((g.steps for g in groups if g.name == "real"), None)
     return RunOverview(
         run=data.run_dir.resolve().name,
+        run_id=run_id,
         now=now,
         status_source="status.json" if st is not None else "derived",
         phase=phase,
@@ -95,4 +108,5 @@ def build_overview(
         policies=len(list_policies(data.run_dir)),
         reports=len(list_reports(data.run_dir)),
         recent_controls=control_views(control, controls),
+        damaged=[DamagedItem(group=g, episode=e, reason=why[:500]) for g, e, why in data.damaged()],
     )

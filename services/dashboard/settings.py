@@ -5,9 +5,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+MIN_TOKEN_LENGTH = 16
 
 
 class DashboardSettings(BaseModel):
@@ -32,6 +33,28 @@ class DashboardSettings(BaseModel):
     max_sheet_frames: int = Field(256, ge=1, le=4096)
     max_video_fps: float = Field(60.0, gt=0, le=240)
     max_stream_clients: int = Field(256, ge=1, le=10_000, description="concurrent live-update and video streams")
+    max_streams_per_client: int = Field(
+        8, ge=1, le=10_000, description="concurrent streams of one kind (live updates, video) from one client address"
+    )
+    max_imagine_waiting: int = Field(
+        4, ge=0, le=1000, description="imagine requests that may wait while one runs; more are answered 429"
+    )
+    auth_free_failures: int = Field(
+        10, ge=1, le=10_000, description="wrong tokens a client may send before it must back off"
+    )
+    auth_backoff_max_s: float = Field(60.0, gt=0, le=3600, description="longest back-off after wrong tokens")
+
+    @field_validator("token")
+    @classmethod
+    def _long_enough(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None or not v.get_secret_value():
+            return None  # unset: RUN/dashboard_token is used (or generated)
+        if len(v.get_secret_value()) < MIN_TOKEN_LENGTH:
+            raise ValueError(
+                f"the token must be at least {MIN_TOKEN_LENGTH} characters long (got "
+                f"{len(v.get_secret_value())}); leave it out to use the generated one in RUN/dashboard_token"
+            )
+        return v
 
     def host_names(self) -> list[str]:
         """Host header values the app answers to."""

@@ -111,7 +111,7 @@ class JsonlTail:
         self.lines += 1
         try:
             return self._parse(json.loads(raw))
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, RecursionError) as e:  # RecursionError: nested past the parser
             self._bad(self.offset, str(e)[:200])
             return None
 

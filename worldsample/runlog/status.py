@@ -75,7 +75,7 @@ class StatusFile:
             return RunStatus.model_validate(json.loads(self.path.read_bytes()))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, ValidationError) as e:
+        except (OSError, ValueError, ValidationError, RecursionError) as e:
             log.warning("unreadable %s: %s", self.path, str(e)[:300])
             return None
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worldsample.atomic import atomic_write_text
-from worldsample.errors import StoreCorruptError
+from worldsample.errors import StoreCorruptError, StoreError
 
 RECORD_SUFFIX = ".json"
 
@@ -68,11 +68,26 @@ def write_record(commits_dir: Path, rec: EpisodeRecord) -> None:
     atomic_write_text(record_path(commits_dir, rec.episode), rec.model_dump_json())
 
 
+MAX_RECORD_BYTES = 1 << 20  # a record is a few hundred bytes; more is damage, not data
+
+
 def read_record(path: Path) -> EpisodeRecord:
+    """The record at `path`. StoreError when it is gone (retention dropped it); StoreCorruptError
+    when it cannot be read as a record: truncated, garbled, oversized or nested past the parser."""
     try:
-        return EpisodeRecord.model_validate(json.loads(path.read_text()))
-    except (ValueError, ValidationError) as e:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RECORD_BYTES + 1)
+    except FileNotFoundError as e:
+        raise StoreError(f"commit record {path} is gone") from e
+    except OSError as e:
         raise StoreCorruptError(f"commit record {path} is unreadable: {e}") from e
+    if len(raw) > MAX_RECORD_BYTES:
+        raise StoreCorruptError(f"commit record {path} is unreadable: larger than {MAX_RECORD_BYTES} bytes")
+    try:
+        return EpisodeRecord.model_validate(json.loads(raw))
+    except (ValueError, ValidationError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:300]
+        raise StoreCorruptError(f"commit record {path} is unreadable: {why}") from e
 
 
 def list_record_ids(commits_dir: Path) -> list[int]:

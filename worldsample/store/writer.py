@@ -22,10 +22,17 @@ import numpy as np
 from zarr.core.sync import sync
 
 from worldsample.atomic import atomic_write_text
-from worldsample.errors import EpisodeRejected, StoreError
+from worldsample.errors import EpisodeRejected, StoreCorruptError, StoreError
 from worldsample.store.layout import Retention, open_arrays, read_group_attrs, remove_chunks, writer_lock_path
 from worldsample.store.lock import WriterLock
-from worldsample.store.records import EpisodeRecord, list_record_ids, read_record, record_path, write_record
+from worldsample.store.records import (
+    EpisodeRecord,
+    list_record_ids,
+    read_record,
+    record_name,
+    record_path,
+    write_record,
+)
 from worldsample.store.schema import STEP_DEFAULTS, KeySpec
 
 log = logging.getLogger(__name__)
@@ -70,7 +77,17 @@ class GroupWriter:
             self._arrays = open_arrays(group_path, self.schema, mode="r+")
             self._commits = group_path / "commits"
             self._state_path = group_path / "writer_state.json"
-            self._records = {i: read_record(record_path(self._commits, i)) for i in list_record_ids(self._commits)}
+            self._records: dict[int, EpisodeRecord] = {}
+            self.damaged: dict[int, str] = {}  # unreadable records: their ids stay used, their slots untouched
+            for i in list_record_ids(self._commits):
+                try:
+                    rec = read_record(record_path(self._commits, i))
+                    if rec.episode != i:
+                        raise StoreCorruptError(f"commit record {record_name(i)} names episode {rec.episode}")
+                    self._records[i] = rec
+                except StoreCorruptError as e:
+                    log.error("group %r: leaving episode %d aside: %s", name, i, e)
+                    self.damaged[i] = str(e)
             self._next_id, self._next_slot = self._high_water()
             self._drop_uncommitted_chunks()
         except BaseException:
@@ -90,6 +107,8 @@ class GroupWriter:
         for r in self._records.values():
             next_id = max(next_id, r.episode + 1)
             next_slot = max(next_slot, self._align(r.end))
+        # a damaged record's slots are unknown: they lie below the saved high-water mark
+        next_id = max(next_id, *(i + 1 for i in self.damaged), 0)
         return next_id, next_slot
 
     def _align(self, slot: int) -> int:

@@ -26,7 +26,9 @@ READ_ERRORS = {
     401: _err("a token is needed (read policy) and none was sent"),
     403: _err("wrong token"),
     404: _err("no such group, episode, camera or file"),
+    410: _err("the episode's stored data is damaged: it is set aside (listed under damaged in /api/run)"),
     422: _err("a parameter failed validation"),
+    429: _err("too many wrong tokens from this client: wait Retry-After seconds"),
 }
 RANGE_ERRORS = {**READ_ERRORS, 416: _err("a step range outside the episode")}
 CONTROL_ERRORS = {**READ_ERRORS, 401: _err("the bearer token is missing"), 413: _err("body too large")}

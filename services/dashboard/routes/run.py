@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
 from services.dashboard.context import AppContext
@@ -24,7 +24,7 @@ def health() -> dict[str, str]:
 
 @router.get("/run", response_model=RunOverview, dependencies=[Depends(read_access)], summary="the run at a glance")
 def run_overview(ctx: Ctx) -> RunOverview:
-    return build_overview(ctx.data, ctx.metrics, ctx.events, ctx.control)
+    return build_overview(ctx.data, ctx.metrics, ctx.events, ctx.control, run_id=ctx.run_id)
 
 
 @router.get("/events", response_model=EventPage, dependencies=[Depends(read_access)], summary="newest run events")
@@ -54,8 +54,8 @@ def control_history(ctx: Ctx, limit: Annotated[int, Query(ge=1, le=500)] = 50) -
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}}, 429: {"description": "too many streams"}},
 )
-async def stream(ctx: Ctx) -> StreamingResponse:
-    gen = await ctx.hub.subscribe()
+async def stream(ctx: Ctx, request: Request) -> StreamingResponse:
+    gen = await ctx.hub.subscribe(request.client.host if request.client else "?")
     return StreamingResponse(
         gen, media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
