@@ -38,6 +38,17 @@ export async function getJSON(path, opts = {}) {
   return resp.json();
 }
 
+// The answer to a request that boot.js started early, once; a normal request when there is none.
+export async function earlyJSON(key, path) {
+  const early = window.worldsampleEarly?.[key];
+  if (!early) return getJSON(path);
+  delete window.worldsampleEarly[key];
+  let resp;
+  try { resp = await early; } catch (_) { return getJSON(path); }
+  if (!resp.ok) throw await fail(resp);
+  return resp.json();
+}
+
 export async function postJSON(path, body) {
   const resp = await fetch(path, {
     method: "POST",

@@ -1,7 +1,7 @@
 // The dashboard page: run status, live curves, episode browser and player, policies, controls.
 
-import { ApiError, getJSON, postJSON, subscribe, token } from "./api.js";
-import { Charts, StoreCharts } from "./charts.js";
+import { ApiError, earlyJSON, getJSON, postJSON, subscribe, token } from "./api.js";
+import { Charts, MARK_LEGEND, StoreCharts } from "./charts.js";
 import { ago, bytes, clock, esc, int, num, pct } from "./format.js";
 import { Player } from "./player.js";
 
@@ -23,38 +23,87 @@ function showTab(name) {
   document.querySelectorAll("#tabs button[data-tab]").forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
   document.querySelectorAll(".tab").forEach((s) => s.classList.toggle("active", s.id === `tab-${name}`));
   history.replaceState(null, "", `#${name}`);
-  if (name === "run") charts.drawAll();
+  if (name === "run") { charts.drawAll(); storeCharts.drawAll(); }
   if (name === "episodes") { loadEpisodes(); player.drawTraces(); }
   if (name === "policies") loadPolicies();
 }
 document.querySelectorAll("#tabs button[data-tab]").forEach((b) => (b.onclick = () => showTab(b.dataset.tab)));
 
 // -- token and controls ---------------------------------------------------------------------
-function askToken() {
-  return new Promise((resolve) => {
+// The token lives in this tab's sessionStorage: once set, every control (E-STOP included) is sent
+// at once, without a dialog. Who acts on what (worldsample.runlog.control.HANDLERS):
+const HANDLERS = { pause: ["trainer"], resume: ["trainer"], estop: ["bridge", "trainer"], start_episode: ["bridge"], stop_episode: ["bridge"], label: ["trainer"] };
+const UP_STATES = new Set(["starting", "running", "paused"]);
+const ESTOP_ACK_S = 3; // an e-stop the bridge has not acknowledged after this long is an alarm
+
+let asking = null; // one dialog at a time (several failed reads may ask together)
+function askToken(why = "") {
+  if (asking) return asking;
+  asking = new Promise((resolve) => {
     const dlg = $("#token-dialog");
     $("#token-input").value = token.get();
+    $("#token-why").textContent = why;
+    $("#token-why").classList.toggle("hidden", !why);
     dlg.onclose = () => {
       if (dlg.returnValue === "ok") token.set($("#token-input").value.trim());
+      renderToken();
+      asking = null;
       resolve(token.get());
     };
+    dlg.returnValue = "";
     dlg.showModal();
   });
+  return asking;
+}
+function renderToken() {
+  const has = !!token.get();
+  const b = $("#token-btn");
+  b.textContent = has ? "Token ✓" : "Set token";
+  b.classList.toggle("missing", !has);
+  b.title = has ? "The control token is set for this tab: controls are sent at once" : "Set the control token now, so that E-STOP acts at once when needed";
 }
 $("#token-btn").onclick = () => askToken();
+renderToken();
+
+// is a consumer (trainer, bridge) running, from RUN/status.json as the overview reports it (for
+// the trainer, the overview's own verdict when it gives one: it also checks the process)
+function consumer(ov, name) {
+  if (name === "trainer" && ov?.trainer && typeof ov.trainer.running === "boolean") {
+    return { up: ov.trainer.running, why: ov.trainer.running ? "" : String(ov.trainer.reason || "no trainer is running").replace(/: nothing will act.*$/s, "") };
+  }
+  const s = ov?.services.find((x) => x.name === name || x.name.startsWith(`${name}-`));
+  if (!s) return { up: false, why: `no ${name} is running` };
+  if (s.stale) return { up: false, why: `the ${name} is stale (last heartbeat ${ago(s.heartbeat, ov.now)} ago)` };
+  if (!UP_STATES.has(s.state)) return { up: false, why: `the ${name} is ${s.state}` };
+  return { up: true, why: "" };
+}
+
+function nobodyActs(kind) {
+  const down = (HANDLERS[kind] || []).map((n) => consumer(state.overview, n)).filter((c) => !c.up);
+  return down.length && down.length === (HANDLERS[kind] || []).length ? down.map((c) => c.why).join(", ") : "";
+}
 
 async function control(path, body = {}) {
-  if (!token.get() && !(await askToken())) { toast("no token: control not sent", "error"); return null; }
+  const estop = path === "estop";
+  if (!token.get() && !(await askToken(estop ? "E-STOP needs the control token. Save it and the e-stop is sent at once; it stays set for this tab." : ""))) {
+    toast("no token: control not sent", "error");
+    if (estop) showAlarm("estop-failed", "E-STOP NOT SENT: no control token. Use the robot's own stop.");
+    return null;
+  }
   try {
     const cmd = await postJSON(`/api/control/${path}`, body);
-    toast(`${cmd.kind.replace("_", " ")} requested (${cmd.id.slice(0, 8)})`, "good");
+    const idle = state.overview ? nobodyActs(cmd.kind) : "";
+    toast(`${cmd.kind.replace("_", " ")} requested (${cmd.id.slice(0, 8)})${idle ? ` · ${idle}: nothing will act on it` : ""}`, idle ? "warn" : "good");
+    if (estop) showAlarm("estop-failed", "");
     refreshOverview();
     return cmd;
   } catch (err) {
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
       token.set("");
+      renderToken();
       toast(`${err.detail}: set the token and try again`, "error");
     } else toast(String(err.detail || err), "error");
+    if (estop) showAlarm("estop-failed", `E-STOP NOT SENT: ${err.detail || err}. Use the robot's own stop.`);
     return null;
   }
 }
@@ -67,9 +116,53 @@ document.querySelectorAll("[data-control]").forEach((b) => {
   };
 });
 
+// -- alarms: loud, under the top bar, one line per reason ------------------------------------
+const alarms = new Map();
+function showAlarm(key, text) {
+  if (text) alarms.set(key, text); else alarms.delete(key);
+  const el = $("#alarm");
+  el.innerHTML = [...alarms.entries()].map(([k, t]) => `<div data-alarm="${esc(k)}">${esc(t)}</div>`).join("");
+  el.classList.toggle("hidden", !alarms.size);
+}
+
+function renderSafety(ov) {
+  const bridge = consumer(ov, "bridge");
+  let text = "";
+  if (!bridge.up) text = `${bridge.why[0].toUpperCase()}${bridge.why.slice(1)}: E-STOP is written to the run but nothing on this run stops the arm. Use the robot's own stop.`;
+  else if (ov.robot && !ov.robot.connected) text = "The bridge reports the robot disconnected: E-STOP may not reach it.";
+  else if (ov.robot?.obs_age_s > 2) text = `The robot's newest observation is ${num(ov.robot.obs_age_s, 1)} s old: the bridge may be stuck.`;
+  showAlarm("bridge", text);
+  const es = $('button[data-control="estop"]');
+  es.classList.toggle("nobridge", !bridge.up);
+  es.title = bridge.up ? "Emergency stop: the bridge stops the arm" : `Emergency stop: ${bridge.why}, so nothing stops the arm`;
+  // the newest e-stop (this tab's or another's): acknowledged by the bridge in time?
+  const last = ov.recent_controls.find((c) => c.kind === "estop");
+  const pending = last && !last.acks.some((a) => a.consumer === "bridge") && ov.now - last.time > ESTOP_ACK_S && ov.now - last.time < 600;
+  showAlarm("estop-ack", pending ? `E-STOP requested at ${clock(last.time)} has not been acknowledged by the bridge after ${Math.round(ov.now - last.time)} s.` : "");
+  const trainer = consumer(ov, "trainer");
+  for (const b of document.querySelectorAll('button[data-control="pause"], button[data-control="resume"]')) {
+    b.classList.toggle("inert", !trainer.up);
+    b.title = trainer.up ? `${b.dataset.control === "pause" ? "Pause" : "Resume"} training` : `${trainer.why}: nothing will act on ${b.dataset.control}`;
+  }
+  $("#trainer-note").textContent = trainer.up ? "" : `${trainer.why}: pause and resume will not act`;
+  $("#trainer-note").classList.toggle("hidden", trainer.up);
+}
+
+function ackCells(ov, c) {
+  const acks = c.acks.map((a) => `<span class="pill ${a.result === "done" ? "ok" : "muted"}">${esc(a.consumer)}: ${esc(a.result)}</span>`);
+  for (const name of HANDLERS[c.kind] || []) {
+    if (c.acks.some((a) => a.consumer === name)) continue;
+    const who = consumer(ov, name);
+    if (who.up) acks.push(`<span class="muted">${esc(name)}: pending</span>`);
+    else acks.push(`<span class="pill bad" data-inert="${esc(name)}">${esc(who.why)}: nothing will act</span>`);
+  }
+  return acks.join(" ") || '<span class="muted">–</span>';
+}
+
 // -- overview ---------------------------------------------------------------------------------
 function renderOverview(ov) {
   state.overview = ov;
+  try { renderSafety(ov); } catch (err) { console.error("safety view:", err); } // first: the alarms
   $("#run-name").textContent = ov.run;
   const phase = $("#phase");
   phase.textContent = ov.paused && ov.phase !== "paused" ? `${ov.phase} · paused` : ov.phase;
@@ -104,8 +197,7 @@ function renderOverview(ov) {
 
   $("#control-table tbody").innerHTML = ov.recent_controls.length ? ov.recent_controls.map((c) => {
     const what = c.kind === "label" ? `label ${esc(c.group)}/${c.episode} ${c.success ? "success" : "failure"}` : c.kind.replace("_", " ");
-    const acks = c.acks.length ? c.acks.map((a) => `<span class="pill ${a.result === "done" ? "ok" : "muted"}">${esc(a.consumer)}: ${esc(a.result)}</span>`).join(" ") : '<span class="muted">pending</span>';
-    return `<tr><td class="num">${clock(c.time)}</td><td>${c.kind === "estop" ? '<b class="bad-mark">E-STOP</b>' : what}</td><td>${acks}</td></tr>`;
+    return `<tr data-kind="${esc(c.kind)}"><td class="num">${clock(c.time)}</td><td>${c.kind === "estop" ? '<b class="bad-mark">E-STOP</b>' : what}</td><td class="wrap">${ackCells(ov, c)}</td></tr>`;
   }).join("") : '<tr><td colspan="3" class="muted">none</td></tr>';
 }
 
@@ -122,6 +214,7 @@ async function readFailed(err) {
 
 // -- events -----------------------------------------------------------------------------------
 function addEvents(items, prepend = true) {
+  try { charts.addEvents(items); } catch (err) { console.error("event markers:", err); }
   const log = $("#events");
   const html = items.map((e) => `<div class="${esc(e.level)}"><span class="t">${clock(e.time)}</span><span class="k">${esc(e.kind)}</span>${esc(e.source ? `[${e.source}] ` : "")}${esc(e.message)}</div>`);
   if (prepend) log.insertAdjacentHTML("afterbegin", html.reverse().join(""));
@@ -209,7 +302,12 @@ $("#smoothing").oninput = () => {
   charts.setOptions({ smoothing: +$("#smoothing").value });
 };
 $("#metric-filter").oninput = () => charts.filter($("#metric-filter").value);
-window.addEventListener("resize", () => { charts.drawAll(); storeCharts.drawAll(); });
+let resizeFrame = 0;
+window.addEventListener("resize", () => {
+  if (!resizeFrame) resizeFrame = requestAnimationFrame(() => { resizeFrame = 0; charts.drawAll(); storeCharts.drawAll(); });
+});
+$("#mark-legend").innerHTML = MARK_LEGEND.map((m) => `<span><i data-color="${m.color}"></i>${esc(m.what)}</span>`).join("");
+$("#mark-legend").querySelectorAll("[data-color]").forEach((el) => { el.style.background = el.dataset.color; });
 
 async function loadStoreCurves() {
   const items = [];
@@ -229,13 +327,49 @@ function setLive(on) {
   $("#live-text").textContent = on ? "live" : "reconnecting";
 }
 
-async function start() {
-  const pending = [];
-  let loaded = false;
+// Each part loads on its own: a failure in one (a chart, a bad file) never stops the others.
+async function loadMetrics(live) {
+  const root = document.documentElement.dataset;
+  // first paint: the frame after the charts in view were drawn, in ms from the start of navigation;
+  // all drawn: every chart of the open sections (those out of view are drawn right after)
+  const painted = () => requestAnimationFrame(() => setTimeout(() => { root.firstPaintMs ||= String(Math.round(performance.now())); }, 0));
+  try {
+    const early = window.worldsampleEarly || {};
+    const series = await earlyJSON("series", early.seriesPath || "/api/metrics/series?max_points=400");
+    // the events (markers) usually arrived first: wait for them briefly rather than draw twice
+    await Promise.race([live.events, new Promise((r) => setTimeout(r, 50))]);
+    painted(); // registered before drawing, so that it runs before the charts out of view are drawn
+    // once every open chart is drawn: the series again, at about three points per pixel column
+    charts.onIdle = () => {
+      if (charts.refined) { root.fullDrawnMs ||= String(Math.round(performance.now())); return; }
+      if (root.allDrawnMs) return;
+      root.allDrawnMs = String(Math.round(performance.now()));
+      getJSON(early.fullSeriesPath || "/api/metrics/series?max_points=2000").then((full) => charts.refine(full), (err) => console.warn("full series:", err));
+    };
+    charts.load(series);
+  } catch (err) {
+    painted();
+    $("#charts-empty").textContent = `could not load the metrics: ${err.detail || err}`;
+    $("#charts-empty").classList.remove("hidden");
+    readFailed(err);
+  }
+  live.loaded = true;
+  for (const rows of live.pending.splice(0)) charts.addRows(rows);
+}
+
+async function loadEvents() {
+  try { addEvents((await earlyJSON("events", "/api/events?limit=300")).items, false); } catch (err) {
+    $("#events").innerHTML = `<div class="error">could not load the events: ${esc(err.detail || err)}</div>`;
+    readFailed(err);
+  }
+}
+
+function start() {
+  const live = { pending: [], loaded: false };
   subscribe("/api/stream", {
     hello: (h) => { state.episodesVersion = h.episodes_version; },
     overview: renderOverview,
-    metrics: (m) => (loaded ? charts.addRows(m.rows) : pending.push(m.rows)),
+    metrics: (m) => (live.loaded ? charts.addRows(m.rows) : live.pending.push(m.rows)),
     events: (e) => addEvents(e.items),
     episodes: () => {
       loadStoreCurves();
@@ -244,14 +378,10 @@ async function start() {
     resync: () => location.reload(),
     unauthorized: readFailed,
   }, setLive);
-  refreshOverview();
-  try {
-    charts.load(await getJSON("/api/metrics/series?max_points=2000"));
-    loaded = true;
-    pending.forEach((rows) => charts.addRows(rows));
-    addEvents((await getJSON("/api/events?limit=300")).items, false);
-  } catch (err) { readFailed(err); }
-  loadStoreCurves();
   showTab((location.hash || "#run").slice(1).replace(/[^a-z]/g, "") || "run");
+  live.events = loadEvents();
+  loadMetrics(live);
+  refreshOverview();
+  loadStoreCurves();
 }
 start();

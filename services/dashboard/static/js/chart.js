@@ -1,22 +1,76 @@
-// A small line chart on a canvas: several series, null gaps, EMA smoothing, nice ticks,
-// a hover crosshair with values. Written for the dashboard; no library.
+// A small line chart on a canvas: several series, null gaps, EMA smoothing, nice ticks, event
+// markers, a hover crosshair with values. Written for the dashboard; no library.
+//
+// Nothing here may hang or throw on odd data: the tick generator makes at most MAX_TICKS ticks
+// by index (it cannot stall on a step below float spacing), ranges that are empty, a single
+// point, constant, non-finite or near the float limits are widened or clamped to a drawable
+// span, and each series is reduced to at most four points per pixel column (first, min, max,
+// last of the column) before it is stroked, so a redraw costs O(points) arithmetic and
+// O(pixels) canvas calls however long the run.
 
 import { clock, num } from "./format.js";
 
-const M = { left: 46, right: 10, top: 8, bottom: 20 };
+const M = { right: 10, top: 8, bottom: 20 }; // the left margin fits the y labels
 const GRID = "#1e2631";
 const AXIS_TEXT = "#7d8a9c";
 const FONT = '10px ui-monospace, "SF Mono", Menlo, Consolas, monospace';
+export const MAX_TICKS = 50;
+const LIMIT = 1e300; // values beyond are clamped for drawing (the read-out still shows them)
 
+// Up to `count` (at most MAX_TICKS) round values in [lo, hi], ascending, finite, distinct.
 export function niceTicks(lo, hi, count = 5, integer = false) {
+  const finLo = Number.isFinite(lo), finHi = Number.isFinite(hi);
+  if (!finLo || !finHi) return finLo ? [lo] : finHi ? [hi] : [];
   if (!(hi > lo)) return [lo];
-  const raw = Math.max((hi - lo) / count, integer ? 1 : 0);
+  const n = Math.min(MAX_TICKS, Math.max(1, Math.floor(count) || 1));
+  let raw = hi / n - lo / n; // (hi - lo) / n without overflowing
+  if (integer) raw = Math.max(raw, 1);
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const steps = integer ? [1, 2, 5, 10] : [1, 2, 2.5, 5, 10];
-  const step = steps.map((m) => m * mag).find((s) => s >= raw) || 10 * mag;
+  const step = [1, 2, 2.5, 5, 10].filter((m) => !integer || m !== 2.5).map((m) => m * mag).find((s) => s >= raw) || 10 * mag;
+  if (!(step > 0) || !Number.isFinite(step)) return [lo, hi];
+  const start = Math.ceil(lo / step - 1e-9);
   const out = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-  return out;
+  for (let i = 0; i <= MAX_TICKS; i++) {
+    let v = (start + i) * step;
+    if (!Number.isFinite(v) || v > hi + step * 1e-9) break;
+    if (Math.abs(v) < step * 1e-9) v = 0;
+    if (out.length && v <= out[out.length - 1]) continue; // below float spacing: no duplicates
+    out.push(v);
+  }
+  return out.length ? out : [lo, hi];
+}
+
+// A label for tick v when ticks are `step` apart: enough digits to tell neighbours apart.
+export function tickLabel(v, step) {
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e6 || a < 1e-3) return v.toExponential(Math.min(6, Math.max(1, Math.ceil(Math.log10(a / step)))));
+  const mant = step / 10 ** Math.floor(Math.log10(step));
+  const digits = Math.ceil(-Math.log10(step) - 1e-9) + (Math.abs(mant - 2.5) < 1e-6 ? 1 : 0);
+  return v.toFixed(Math.min(8, Math.max(0, digits)));
+}
+
+// x labels: 950, 12k, 1.5M
+export function compact(v) {
+  const a = Math.abs(v);
+  if (a >= 1e9) return `${+(v / 1e9).toPrecision(3)}G`;
+  if (a >= 1e6) return `${+(v / 1e6).toPrecision(3)}M`;
+  if (a >= 1e4) return `${+(v / 1e3).toPrecision(3)}k`;
+  return num(v, 0);
+}
+
+// A span that can be drawn: finite, clamped to ±LIMIT, wider than float noise around its centre.
+export function drawableRange(lo, hi, unit = 1, relative = 0.1) {
+  if (!Number.isFinite(lo) && !Number.isFinite(hi)) return [0, 1];
+  lo = Math.max(-LIMIT, Math.min(LIMIT, Number.isFinite(lo) ? lo : hi));
+  hi = Math.max(-LIMIT, Math.min(LIMIT, Number.isFinite(hi) ? hi : lo));
+  if (hi < lo) [lo, hi] = [hi, lo];
+  const mid = lo / 2 + hi / 2;
+  if (!(hi - lo > Math.max(Math.abs(lo), Math.abs(hi)) * 1e-12)) {
+    const d = Math.abs(mid) * relative || unit;
+    return [mid - d, mid + d];
+  }
+  return [lo, hi];
 }
 
 export function ema(ys, alpha) {
@@ -26,7 +80,7 @@ export function ema(ys, alpha) {
   let w = 0;
   for (let i = 0; i < ys.length; i++) {
     const y = ys[i];
-    if (y === null || !Number.isFinite(y)) { out[i] = null; continue; }
+    if (typeof y !== "number" || !Number.isFinite(y)) { out[i] = null; continue; }
     // debiased EMA (as TensorBoard): early points are not pulled towards zero
     acc = acc === null ? 0 : acc;
     acc = alpha * acc + (1 - alpha) * y;
@@ -36,114 +90,197 @@ export function ema(ys, alpha) {
   return out;
 }
 
+// At most four points per pixel column (first, min, max, last, in x order): the drawn line is the
+// same as with every point. Gaps (null / non-finite) become NaN breaks. Returns [xs, ys].
+export function decimate(xs, ys, x0, x1, width) {
+  const n = Math.min(xs.length, ys.length);
+  const ox = [], oy = [];
+  const scale = width > 0 && x1 > x0 ? width / (x1 - x0) : 0;
+  let cur = null, f = 0, l = 0, lo = 0, hi = 0;
+  const gap = () => { if (ox.length && !Number.isNaN(ox[ox.length - 1])) { ox.push(NaN); oy.push(NaN); } };
+  const flush = () => {
+    if (cur === null) return;
+    const idx = [f, lo, hi, l].sort((a, b) => a - b);
+    for (let k = 0; k < 4; k++) if (k === 0 || idx[k] !== idx[k - 1]) { ox.push(xs[idx[k]]); oy.push(ys[idx[k]]); }
+    cur = null;
+  };
+  for (let i = 0; i < n; i++) {
+    const x = xs[i], y = ys[i];
+    if (typeof y !== "number" || !Number.isFinite(y) || typeof x !== "number" || !Number.isFinite(x)) { flush(); gap(); continue; }
+    const b = Math.floor((x - x0) * scale);
+    if (b !== cur) { flush(); cur = b; f = l = lo = hi = i; continue; }
+    l = i;
+    if (y < ys[lo]) lo = i;
+    if (y > ys[hi]) hi = i;
+  }
+  flush();
+  return [ox, oy];
+}
+
 function lowerBound(xs, x) {
   let lo = 0, hi = xs.length;
   while (lo < hi) { const mid = (lo + hi) >> 1; if (xs[mid] < x) lo = mid + 1; else hi = mid; }
   return lo;
 }
 
+const clampPx = (v) => Math.max(-1e6, Math.min(1e6, v));
+
 export class LineChart {
-  // opts: {xMode: "step"|"time"|"index", smoothing: 0..1, yMin, yMax, yFormat}
+  // opts: {xMode: "step"|"time"|"index", smoothing: 0..1, yMin, yMax, yFormat, xLabel}
   constructor(canvas, opts = {}) {
     this.canvas = canvas;
     this.opts = { xMode: "step", smoothing: 0, ...opts };
     this.series = [];
+    this.markers = [];
     this.hoverX = null;
     this.cursorX = null;
-    canvas.addEventListener("mousemove", (e) => { this.hoverX = e.offsetX; this.draw(); });
-    canvas.addEventListener("mouseleave", () => { this.hoverX = null; this.draw(); });
+    this._smooth = [];
+    canvas.addEventListener("mousemove", (e) => { this.hoverX = e.offsetX; this.safeDraw(); });
+    canvas.addEventListener("mouseleave", () => { this.hoverX = null; this.safeDraw(); });
   }
 
   // series: [{name, color, x: number[], y: (number|null)[]}]
   setSeries(series) { this.series = series; }
 
+  // markers: [{x, color, label}] in the chart's x coordinates
+  setMarkers(markers) { this.markers = markers || []; }
+
   set(opts) { Object.assign(this.opts, opts); }
+
+  safeDraw() {
+    try { this.draw(); } catch (err) { this.onError?.(err); }
+  }
+
+  // the EMA of each series, recomputed only when its data, length or the smoothing changed
+  _smoothed() {
+    const a = this.opts.smoothing;
+    return this.series.map((s, k) => {
+      const c = this._smooth[k];
+      if (c && c.y === s.y && c.n === s.y.length && c.a === a) return c.out;
+      const out = ema(s.y, a);
+      this._smooth[k] = { y: s.y, n: s.y.length, a, out };
+      return out;
+    });
+  }
 
   _bounds(smoothed) {
     let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
     this.series.forEach((s, k) => {
-      if (!s.x.length) return;
-      x0 = Math.min(x0, s.x[0]); x1 = Math.max(x1, s.x[s.x.length - 1]);
-      for (const ys of [s.y, smoothed[k]]) for (const y of ys) if (y !== null && Number.isFinite(y)) { if (y < y0) y0 = y; if (y > y1) y1 = y; }
+      const xs = s.x, ys = s.y, sm = smoothed[k];
+      for (let i = 0; i < xs.length; i++) {
+        const x = xs[i];
+        if (!Number.isFinite(x)) continue;
+        if (x < x0) x0 = x;
+        if (x > x1) x1 = x;
+        for (const y of [ys[i], sm[i]]) if (typeof y === "number" && Number.isFinite(y)) { if (y < y0) y0 = y; if (y > y1) y1 = y; }
+      }
     });
+    if (!Number.isFinite(x0)) return null;
+    const finiteY = Number.isFinite(y0);
     if (this.opts.yMin !== undefined) y0 = Math.min(y0, this.opts.yMin);
     if (this.opts.yMax !== undefined) y1 = Math.max(y1, this.opts.yMax);
-    if (!Number.isFinite(x0)) return null;
-    if (x1 === x0) { x0 -= 1; x1 += 1; }
-    if (!Number.isFinite(y0)) { y0 = 0; y1 = 1; }
-    if (y1 === y0) { y0 -= Math.abs(y0) * 0.1 || 1; y1 += Math.abs(y1) * 0.1 || 1; }
+    [x0, x1] = drawableRange(x0, x1, 1, 1e-9);
+    [y0, y1] = finiteY || this.opts.yMin !== undefined ? drawableRange(y0, y1) : [0, 1];
     const pad = (y1 - y0) * 0.06;
-    return { x0, x1, y0: this.opts.yMin ?? y0 - pad, y1: this.opts.yMax ?? y1 + pad };
+    return { x0, x1, y0: this.opts.yMin ?? y0 - pad, y1: this.opts.yMax ?? y1 + pad, finiteY };
   }
 
-  draw() {
+  // Draws the chart; `size` ({W, H}) skips reading the layout (the caller read it for many charts).
+  draw(size) {
     const c = this.canvas;
     const dpr = window.devicePixelRatio || 1;
-    const W = c.clientWidth, H = c.clientHeight;
-    if (!W || !H) return;
+    const W = size ? size.W : c.clientWidth, H = size ? size.H : c.clientHeight;
+    if (!W || !H) return false;
     if (c.width !== Math.round(W * dpr) || c.height !== Math.round(H * dpr)) { c.width = Math.round(W * dpr); c.height = Math.round(H * dpr); }
+    this._size = { W, H };
     const g = c.getContext("2d");
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, W, H);
-    const smoothed = this.series.map((s) => ema(s.y, this.opts.smoothing));
+    const smoothed = this._smoothed();
     const b = this._bounds(smoothed);
     g.font = FONT;
-    if (!b) {
-      g.fillStyle = AXIS_TEXT; g.textAlign = "center"; g.fillText("no data yet", W / 2, H / 2);
-      return;
+    if (!b || !b.finiteY) {
+      g.fillStyle = AXIS_TEXT; g.textAlign = "center"; g.textBaseline = "middle";
+      g.fillText(b ? "no finite values" : "no data yet", W / 2, H / 2);
+      return false;
     }
-    const pw = W - M.left - M.right, ph = H - M.top - M.bottom;
-    const sx = (x) => M.left + ((x - b.x0) / (b.x1 - b.x0)) * pw;
-    const sy = (y) => M.top + (1 - (y - b.y0) / (b.y1 - b.y0)) * ph;
-    this._scale = { sx, b, pw };
+    const ph = Math.max(1, H - M.top - M.bottom);
+    const yt = niceTicks(b.y0, b.y1, Math.max(2, Math.floor(ph / 28)));
+    const ystep = yt.length > 1 ? yt[1] - yt[0] : Math.abs(b.y1 - b.y0) || 1;
+    const ylabels = yt.map((v) => (this.opts.yFormat ? this.opts.yFormat(v) : tickLabel(v, ystep)));
+    // the left margin fits the widest y label
+    const left = Math.min(90, Math.max(30, Math.ceil(Math.max(0, ...ylabels.map((t) => g.measureText(t).width))) + 9));
+    this._left = left;
+    const pw = Math.max(1, W - left - M.right);
+    const kx = pw / (b.x1 - b.x0), ky = ph / (b.y1 - b.y0);
+    const sx = (x) => clampPx(left + (x - b.x0) * kx);
+    const sy = (y) => clampPx(M.top + (b.y1 - y) * ky);
 
     // grid and ticks
     g.strokeStyle = GRID; g.lineWidth = 1; g.fillStyle = AXIS_TEXT;
+    const time = this.opts.xMode === "time";
+    const xt = niceTicks(b.x0, b.x1, Math.max(2, Math.floor(pw / 80)), !time);
+    g.beginPath(); // the whole grid in one path
+    for (const v of yt) { const y = Math.round(sy(v)) + 0.5; g.moveTo(left, y); g.lineTo(W - M.right, y); }
+    for (const v of xt) { const x = Math.round(sx(v)) + 0.5; g.moveTo(x, M.top); g.lineTo(x, M.top + ph); }
+    g.stroke();
     g.textAlign = "right"; g.textBaseline = "middle";
-    for (const v of niceTicks(b.y0, b.y1, Math.max(2, Math.floor(ph / 28)))) {
-      const y = Math.round(sy(v)) + 0.5;
-      g.beginPath(); g.moveTo(M.left, y); g.lineTo(W - M.right, y); g.stroke();
-      g.fillText((this.opts.yFormat || num)(v, 2), M.left - 5, y);
-    }
+    yt.forEach((v, i) => g.fillText(ylabels[i], left - 5, Math.round(sy(v)) + 0.5));
     g.textAlign = "center"; g.textBaseline = "top";
-    const xt = niceTicks(b.x0, b.x1, Math.max(2, Math.floor(pw / 80)), this.opts.xMode !== "time");
-    for (const v of xt) {
-      const x = Math.round(sx(v)) + 0.5;
-      g.beginPath(); g.moveTo(x, M.top); g.lineTo(x, M.top + ph); g.stroke();
-      g.fillText(this.opts.xMode === "time" ? clock(v) : num(v, 0), x, M.top + ph + 5);
-    }
+    for (const v of xt) g.fillText(time ? clock(v) : compact(v), Math.round(sx(v)) + 0.5, M.top + ph + 5);
 
-    // lines: raw faint under smoothed when smoothing is on
     g.save();
-    g.beginPath(); g.rect(M.left, M.top, pw, ph); g.clip();
+    g.beginPath(); g.rect(left, M.top, pw, ph); g.clip();
+    this._drawMarkers(g, b, sx, ph);
+    // lines: raw faint under smoothed when smoothing is on; each reduced to the pixel width
     this.series.forEach((s, k) => {
-      if (this.opts.smoothing > 0) this._line(g, s.x, s.y, sx, sy, s.color, 0.22, 1);
-      this._line(g, s.x, smoothed[k], sx, sy, s.color, 1, 1.6);
-      if (s.x.length === 1) { g.fillStyle = s.color; g.beginPath(); g.arc(sx(s.x[0]), sy(smoothed[k][0] ?? 0), 2.5, 0, 7); g.fill(); }
+      if (this.opts.smoothing > 0) this._line(g, ...decimate(s.x, s.y, b.x0, b.x1, pw), sx, sy, s.color, 0.22, 1, false);
+      this._line(g, ...decimate(s.x, smoothed[k], b.x0, b.x1, pw), sx, sy, s.color, 1, 1.6, true);
     });
     if (this.cursorX !== null) {
       const x = sx(this.cursorX);
       g.strokeStyle = "#ffffff88"; g.beginPath(); g.moveTo(x, M.top); g.lineTo(x, M.top + ph); g.stroke();
     }
     g.restore();
-    if (this.hoverX !== null && this.hoverX >= M.left && this.hoverX <= W - M.right) this._hover(g, smoothed, sx, sy, b, pw, ph, W);
+    if (this.hoverX !== null && this.hoverX >= left && this.hoverX <= W - M.right) this._hover(g, smoothed, sx, sy, b, pw, ph, W);
+    return true;
   }
 
-  _line(g, xs, ys, sx, sy, color, alpha, width) {
-    g.strokeStyle = color; g.globalAlpha = alpha; g.lineWidth = width; g.lineJoin = "round";
+  _drawMarkers(g, b, sx, ph) {
+    this.shownMarkers = 0;
+    for (const m of this.markers) {
+      if (!(m.x >= b.x0 && m.x <= b.x1)) continue;
+      const x = Math.round(sx(m.x)) + 0.5;
+      g.strokeStyle = m.color; g.fillStyle = m.color; g.globalAlpha = 0.75; g.lineWidth = 1;
+      g.setLineDash([3, 3]);
+      g.beginPath(); g.moveTo(x, M.top); g.lineTo(x, M.top + ph); g.stroke();
+      g.setLineDash([]);
+      g.beginPath(); g.moveTo(x - 4, M.top); g.lineTo(x + 4, M.top); g.lineTo(x, M.top + 6); g.fill();
+      g.globalAlpha = 1;
+      this.shownMarkers++;
+    }
+  }
+
+  // a polyline with NaN breaks; a point with no neighbour is drawn as a dot
+  _line(g, xs, ys, sx, sy, color, alpha, width, dots) {
+    g.strokeStyle = color; g.fillStyle = color; g.globalAlpha = alpha; g.lineWidth = width; g.lineJoin = "round";
     g.beginPath();
-    let pen = false;
+    const lonely = [];
+    let run = 0;
     for (let i = 0; i < xs.length; i++) {
       const y = ys[i];
-      if (y === null || !Number.isFinite(y)) { pen = false; continue; }
-      if (pen) g.lineTo(sx(xs[i]), sy(y)); else { g.moveTo(sx(xs[i]), sy(y)); pen = true; }
+      if (Number.isNaN(y)) { if (run === 1) lonely.push(i - 1); run = 0; continue; }
+      if (run) g.lineTo(sx(xs[i]), sy(y)); else g.moveTo(sx(xs[i]), sy(y));
+      run++;
     }
+    if (run === 1) lonely.push(xs.length - 1);
     g.stroke();
+    if (dots) for (const i of lonely) { g.beginPath(); g.arc(sx(xs[i]), sy(ys[i]), 3.5, 0, 7); g.fill(); }
     g.globalAlpha = 1;
   }
 
   _hover(g, smoothed, sx, sy, b, pw, ph, W) {
-    const xv = b.x0 + ((this.hoverX - M.left) / pw) * (b.x1 - b.x0);
+    const xv = b.x0 + ((this.hoverX - this._left) / pw) * (b.x1 - b.x0);
     const lines = [];
     let at = null;
     this.series.forEach((s, k) => {
@@ -152,18 +289,19 @@ export class LineChart {
       if (i >= s.x.length || (i > 0 && xv - s.x[i - 1] < s.x[i] - xv)) i = Math.max(0, i - 1);
       const y = smoothed[k][i];
       at = s.x[i];
-      if (y !== null && Number.isFinite(y)) {
+      if (typeof y === "number" && Number.isFinite(y)) {
         g.fillStyle = s.color; g.beginPath(); g.arc(sx(s.x[i]), sy(y), 3, 0, 7); g.fill();
       }
       lines.push([s.color, `${s.name ? s.name + " " : ""}${num(y)}`]);
     });
     if (at === null) return;
     const x = Math.round(sx(at)) + 0.5;
+    for (const m of this.markers) if (Math.abs(sx(m.x) - this.hoverX) <= 4) lines.push([m.color, `▼ ${m.label}`]);
     g.strokeStyle = "#ffffff44"; g.beginPath(); g.moveTo(x, M.top); g.lineTo(x, M.top + ph); g.stroke();
     const head = this.opts.xMode === "time" ? clock(at) : `${this.opts.xLabel || "step"} ${num(at, 0)}`;
     const w = Math.max(...[head, ...lines.map((l) => l[1])].map((t) => g.measureText(t).width)) + 16;
     const h = 14 * (lines.length + 1) + 6;
-    const bx = Math.min(x + 8, W - M.right - w), by = M.top + 2;
+    const bx = Math.max(0, Math.min(x + 8, W - M.right - w)), by = M.top + 2;
     g.fillStyle = "#0b0e13ee"; g.strokeStyle = "#2c3747";
     g.fillRect(bx, by, w, h); g.strokeRect(bx + 0.5, by + 0.5, w, h);
     g.textAlign = "left"; g.textBaseline = "top";
