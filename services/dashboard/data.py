@@ -29,7 +29,7 @@ from services.dashboard.cache import ByteLRU
 from services.dashboard.errors import EpisodeDamaged, NotFound
 from services.dashboard.settings import DashboardSettings
 from worldsample.errors import StoreCorruptError, StoreError
-from worldsample.store import EpisodeRecord, EpisodeStore, GroupReader, GroupSchema
+from worldsample.store import EpisodeRecord, EpisodeStore, GroupReader, GroupSchema, Label
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,10 @@ class RunData:
                 raise EpisodeDamaged(f"{group}/{episode} is set aside as damaged: {why}")
             raise NotFound(f"{group}/{episode}: no such committed episode (ids in {group}: {_id_span(r)})")
         return rec
+
+    def labels(self, group: str) -> dict[int, Label]:
+        """The operator labels of a group's episodes (read at each reader refresh)."""
+        return dict(self.reader(group).labels)
 
     def damaged(self) -> list[tuple[str, int | None, str]]:
         """(group, episode, why) of each episode set aside, and (group, None, why) of each group

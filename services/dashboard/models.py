@@ -35,6 +35,18 @@ class ServiceView(BaseModel):
     detail: str
 
 
+class TrainerView(BaseModel):
+    running: bool = Field(
+        description="a trainer is alive on this run (fresh heartbeat in status.json, state not stopped or error, and "
+        "its process exists when it runs on this host): pause, resume and labels act only while this is true"
+    )
+    state: str | None = Field(None, description="the trainer's own state (starting, running, paused, stopped, error)")
+    reason: str = Field(description="why no trainer is running (empty while one is)")
+    pid: int | None = None
+    host: str | None = None
+    age_s: float | None = Field(None, description="seconds since the trainer's last heartbeat")
+
+
 class MetricsSummary(BaseModel):
     rows: int
     names: list[str]
@@ -76,6 +88,8 @@ class RunOverview(BaseModel):
     policy_version: int | None
     wm_version: int | None
     robot: RobotState | None
+    trainer: TrainerView = Field(description="whether a trainer is running on this run, so that pause, resume and "
+                                 "labels will act; `reason` says why not")
     services: list[ServiceView]
     groups: list[GroupSummary]
     metrics: MetricsSummary
@@ -108,6 +122,9 @@ class EpisodeSummary(BaseModel):
     source: SourceRef | None
     wall_time_start: float
     wall_time_end: float
+    label: bool | None = Field(
+        None, description="the operator's verdict stored beside the episode (true: success), which the learner's "
+        "reward follows; null when none (`success` is always as recorded)")
 
 
 class EpisodePage(BaseModel):

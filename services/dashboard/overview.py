@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from services.dashboard.artifacts import list_policies, list_reports
@@ -13,14 +14,46 @@ from services.dashboard.models import (
     MetricsSummary,
     RunOverview,
     ServiceView,
+    TrainerView,
 )
 from worldsample.paths import RunFiles
 from worldsample.runlog.control import ControlChannel
 from worldsample.runlog.events import EventReader
 from worldsample.runlog.metrics import MetricsReader
-from worldsample.runlog.status import StatusFile
+from worldsample.runlog.status import RunStatus, StatusFile
 
 STALE_AFTER_S = 10.0
+NO_TRAINER = "nothing will act on pause, resume or labels until `worldsample train` runs on this run"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def trainer_view(st: RunStatus | None, now: float) -> TrainerView:
+    """Whether a trainer runs on this run: its entry in status.json is fresh, not stopped, and its
+    process exists (checked when it runs on this host)."""
+    s = st.services.get("trainer") if st is not None else None
+    if s is None:
+        return TrainerView(running=False, reason=f"no trainer has written status.json: {NO_TRAINER}")
+    age = max(0.0, now - s.heartbeat)
+    view = dict(state=s.state, pid=s.pid, host=s.host, age_s=age)
+    if s.state in ("stopped", "error"):
+        why = f"the trainer {'stopped' if s.state == 'stopped' else 'ended with an error'}"
+        detail = f" ({s.detail[:300]})" if s.detail else ""
+        return TrainerView(running=False, reason=f"{why}{detail}: {NO_TRAINER}", **view)
+    if s.pid is not None and s.host == os.uname().nodename and not pid_alive(s.pid):
+        return TrainerView(running=False, reason=f"the trainer's process {s.pid} is gone: {NO_TRAINER}", **view)
+    if age > STALE_AFTER_S:
+        return TrainerView(running=False, reason=f"the trainer's last heartbeat was {age:.0f} s ago: {NO_TRAINER}",
+                           **view)
+    return TrainerView(running=True, reason="", **view)
 
 
 def group_summaries(data: RunData) -> list[GroupSummary]:
@@ -94,6 +127,7 @@ def build_overview(
         policy_version=st.policy_version if st else None,
         wm_version=st.wm_version if st else None,
         robot=st.robot if st else None,
+        trainer=trainer_view(st, now),
         services=services,
         groups=groups,
         metrics=MetricsSummary(

@@ -15,6 +15,12 @@ the round: reproducible per seed. ASYNC (`loop.robot=bridge`) learns from what t
 the robot's clock and runs world-model training and synthesis beside the learner, picking up their
 results when ready. Cadences count committed episodes in both. The parts are called through
 `worldsample.loop.calls` and may be Ray actors (services/trainer) or in-process objects (tests).
+
+Operator requests (RUN/control, from the dashboard) are followed before every step of every round
+and before pretraining: a pause (or an e-stop) holds the loop at the next step boundary, so no
+learner update, collection or export happens until a resume; labels are written into the store
+(store/labels.py), where the learner's and the world model's readers pick them up. The loop keeps
+its entry in RUN/status.json fresh while it runs (worldsample.loop.heartbeat).
 """
 
 from __future__ import annotations
@@ -24,17 +30,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from worldsample.errors import RunDirectoryError
+from worldsample.errors import RunDirectoryError, StoreError
 from worldsample.loop.calls import Job, Part, get
 from worldsample.loop.checkpoint import load_checkpoint, save_checkpoint
 from worldsample.loop.config import LoopConfig
+from worldsample.loop.heartbeat import TrainerHeartbeat
 from worldsample.loop.summary import TrainSummary
 from worldsample.paths import RunFiles
-from worldsample.runlog import ControlChannel, EventLog, MetricsWriter
+from worldsample.runlog import ControlChannel, ControlCommand, ControlKind, EventLog, MetricsWriter
 from worldsample.store import EpisodeStore
+from worldsample.versioned import VersionedDir, VersionError
 
 ROUND = ("collect", "observe", "refresh_world_model", "synthesise", "learn", "export", "evaluate", "log", "checkpoint")
 EVAL_SEED0 = 10_000  # held-out initial states: far from the seeds that training episodes use
+HOLDS = (ControlKind.pause, ControlKind.resume, ControlKind.estop)  # requests that pause or resume the loop
+TRAINER_KINDS = {*HOLDS, ControlKind.label}
 
 
 @dataclass(frozen=True)
@@ -130,13 +140,16 @@ def _wm_scalars(report: dict) -> dict[str, float]:
 
 class Loop:
     def __init__(self, run_dir: Path, loop: LoopConfig, parts: Parts, schedule: Schedule, resume: bool = False,
-                 on_round: Callable[[dict], None] | None = None, idle_s: float = 1.0):
+                 on_round: Callable[[dict], None] | None = None, idle_s: float = 1.0, status_every_s: float = 2.0,
+                 pause_poll_s: float = 0.5):
         self.run_dir, self.cfg, self.parts, self.schedule = Path(run_dir), loop, parts, schedule
-        self.resume, self.on_round, self.idle_s = resume, on_round, idle_s
+        self.resume, self.on_round, self.idle_s, self.pause_poll_s = resume, on_round, idle_s, pause_poll_s
         self.ckpt_root = RunFiles.of(run_dir).trainer
-        self.real = EpisodeStore(run_dir).reader("real", cache=False)
+        self.store = EpisodeStore(run_dir)
+        self.real = self.store.reader("real", cache=False)
         self.metrics = _Metrics(self.run_dir, loop.tensorboard)
         self.events, self.control = EventLog(self.run_dir, source="trainer"), ControlChannel(self.run_dir)
+        self.status = TrainerHeartbeat(self.run_dir, status_every_s, schedule.name)
         self.summary = TrainSummary()
         self.wm_job, self.synth_job = Job(schedule.wait_background), Job(schedule.wait_background)
         self.paused = False
@@ -148,14 +161,17 @@ class Loop:
     # -- the whole run --------------------------------------------------------------------------
     def run(self) -> TrainSummary:
         t0 = time.perf_counter()
+        self.status.start()
         try:
             self.start()
             while self.seen_steps < self.cfg.real_steps:
-                if self.follow_control():
-                    time.sleep(0.5)
-                    continue
                 self.run_round()
             self.finish()
+        except BaseException as e:
+            self.status.stop("error", "error", detail=f"{type(e).__name__}: {e}")
+            raise
+        else:
+            self.status.stop("stopped", "finished", detail=f"trained on {self.seen_steps} real steps")
         finally:
             self.metrics.close()
             self.events.close()
@@ -163,10 +179,13 @@ class Loop:
         return self.summary
 
     def run_round(self) -> bool:
-        """The schedule's steps in order; False when the round ended early (nothing new committed)."""
+        """The schedule's steps in order, each after following operator requests (a pause holds the
+        round before its next step); False when the round ended early (nothing new committed)."""
         self.round = _Round(self.next_round)
-        if not all(getattr(self, step)() is not False for step in self.schedule.steps):
-            return False
+        for step in self.schedule.steps:
+            self.hold()
+            if getattr(self, step)() is False:
+                return False
         if self.on_round:
             self.on_round(self.round.row)
         self.next_round += 1
@@ -175,6 +194,8 @@ class Loop:
     def start(self) -> None:
         """Resume from the latest checkpoint or warm-start the learner; then the first evaluation."""
         learner, synth = self.parts.learner, self.parts.synth
+        self._restore_pause()
+        self.hold()
         restored = load_checkpoint(self.ckpt_root) if self.resume else None
         if restored:
             parts, meta = restored
@@ -183,10 +204,14 @@ class Loop:
                 get(synth, "load_state", parts["synth"])
             self.next_round = int(meta["round"]) + 1
             self.events.emit("resume", f"resumed at round {self.next_round}", round=self.next_round)
+            self.status.set(learner_step=int(parts["learner"].get("updates", 0)), policy_version=_latest(
+                RunFiles.of(self.run_dir).policies), wm_version=_latest(RunFiles.of(self.run_dir).world_model))
         else:
+            self.status.set(learner_step=0)
             pre = get(learner, "pretrain")
             if pre:
-                get(learner, "export", {"round": -1, "real_steps": 0, "pretrain": True})
+                version = get(learner, "export", {"round": -1, "real_steps": 0, "pretrain": True})
+                self.status.set(policy_version=int(version))
                 self.metrics.log(0, pre)
                 self.events.emit(
                     "pretrain",
@@ -200,6 +225,8 @@ class Loop:
             self.summary.success_before = self._evaluation()
             self.metrics.log(self.seen_steps, {"eval/success_rate": self.summary.success_before})
         self.start_episodes = self.episodes_now = self.real.num_episodes
+        self.status.set(state="paused" if self.paused else "running", phase="paused" if self.paused else "training",
+                        real_steps=self.seen_steps, write=True)
 
     def finish(self) -> None:
         """Collect background work, final checkpoint and export, final evaluation, world-model fidelity."""
@@ -224,21 +251,57 @@ class Loop:
             if s.wm_eval:
                 self.metrics.log(self.seen_steps, _wm_scalars(s.wm_eval))
         s.real_steps, s.episodes, s.updates = self.seen_steps, self.real.num_episodes, int(learner_state["updates"])
+        self.status.set(learner_step=s.updates, real_steps=self.seen_steps, wm_version=s.wm_versions or None)
         self.events.emit("done", f"trained on {self.seen_steps} real steps")
 
     # -- operator requests ------------------------------------------------------------------------
     def follow_control(self) -> bool:
-        """Apply pause / resume / e-stop requests; True while paused."""
-        for cmd in self.control.poll("trainer"):
-            if cmd.kind.value in ("pause", "resume", "estop"):
-                self.paused = cmd.kind.value != "resume"
-                self.events.emit(cmd.kind.value, f"training {'paused' if self.paused else 'resumed'} by request")
-                self.control.ack("trainer", cmd)
-            else:
-                self.control.ack(
-                    "trainer", cmd, result="ignored", note="the trainer does not relabel committed episodes"
-                )
+        """Apply pause / resume / e-stop and label requests; True while paused."""
+        for cmd in self.control.poll("trainer", TRAINER_KINDS):
+            if cmd.kind == ControlKind.label:
+                self._label(cmd)
+                continue
+            was, self.paused = self.paused, cmd.kind != ControlKind.resume
+            what = "paused" if self.paused else "resumed"
+            self.events.emit(cmd.kind.value, f"training {what} by request" + (f": {cmd.reason}" if cmd.reason else ""),
+                             request=cmd.id, real_steps=self.seen_steps)
+            self.control.ack("trainer", cmd, note=f"training {what}" if was != self.paused else f"training was {what}")
+            self.status.set(state="paused" if self.paused else "running", phase="paused" if self.paused else "training",
+                            paused=self.paused, write=True)
         return self.paused
+
+    def hold(self) -> None:
+        """Follow operator requests; while paused, wait here (the status heartbeat goes on) for a resume."""
+        while self.follow_control():
+            time.sleep(self.pause_poll_s)
+
+    def _label(self, cmd: ControlCommand) -> None:
+        """An operator's verdict on a stored episode, written into the store beside it: the learner's
+        reward and the world model's success labels follow it from their readers' next refresh."""
+        verdict = "success" if cmd.success else "failure"
+        try:
+            self.store.labels(cmd.group).append(cmd.episode, bool(cmd.success), source=cmd.source, request=cmd.id,
+                                                reason=cmd.reason)
+        except (StoreError, OSError) as e:
+            self.control.ack("trainer", cmd, result="rejected", note=str(e))
+            self.events.emit("label_rejected", f"label {cmd.group}/{cmd.episode} {verdict} not stored: {e}",
+                             level="warning", group=cmd.group, episode=cmd.episode, request=cmd.id)
+            return
+        self.control.ack("trainer", cmd, note=f"{cmd.group}/episode {cmd.episode} labelled {verdict} in the store")
+        self.events.emit("episode_labelled", f"{cmd.group}/episode {cmd.episode} labelled {verdict} by {cmd.source}",
+                         group=cmd.group, episode=cmd.episode, success=bool(cmd.success), request=cmd.id)
+
+    def _restore_pause(self) -> None:
+        """A trainer (re)started on a run that its operator paused stays paused: the newest pause,
+        resume or e-stop request a trainer acted on decides (a request not acted on yet is delivered)."""
+        for cmd, acks in self.control.history(limit=100_000):
+            if cmd.kind in HOLDS and any(a.consumer == "trainer" and a.result == "done" for a in acks):
+                if cmd.kind != ControlKind.resume:
+                    self.paused = True
+                    self.events.emit("pause", f"still paused: the last {cmd.kind.value} request stands until a resume",
+                                     request=cmd.id)
+                    self.status.set(state="paused", phase="paused", paused=True, write=True)
+                return
 
     # -- the steps of a round -----------------------------------------------------------------------
     def collect(self) -> None:
@@ -268,7 +331,10 @@ class Loop:
         self.round.row.update(self.synth_job.poll())
 
     def learn(self) -> None:
-        self.round.row.update(get(self.parts.learner, "learn", self.round.new_steps))
+        row = get(self.parts.learner, "learn", self.round.new_steps)
+        self.round.row.update(row)
+        if "learner/updates" in row:
+            self.status.set(learner_step=int(row["learner/updates"]))
 
     def export(self) -> None:
         if self._due(self.cfg.export_every_episodes):
@@ -285,6 +351,9 @@ class Loop:
         self.metrics.log(self.seen_steps, row)
         self.summary.synthetic_share = row.get("batch/synthetic_share", self.summary.synthetic_share)
         self.summary.wm_versions = int(row.get("wm/version", self.summary.wm_versions))
+        self.status.set(real_steps=self.seen_steps, round=self.round.index, write=True,
+                        policy_version=int(row["policy/version"]) if "policy/version" in row else None,
+                        wm_version=int(row["wm/version"]) if "wm/version" in row else None)
 
     def checkpoint(self) -> None:
         if self._due(self.cfg.checkpoint_every_episodes):
@@ -312,3 +381,11 @@ class Loop:
     def _save(self, parts: dict, round_: int) -> None:
         meta = {"round": round_, "real_steps": self.seen_steps, "real_episodes": self.real.num_episodes}
         save_checkpoint(self.ckpt_root, parts, meta)
+
+
+def _latest(root: Path) -> int | None:
+    """The newest published version under `root` (policies, world model), for the status on resume."""
+    try:
+        return VersionedDir(root).latest()
+    except (VersionError, OSError):
+        return None

@@ -3,6 +3,7 @@
 Start with `EpisodeStore`; see docs/store.md for the layout and the rules.
 """
 
+from worldsample.store.labels import Label, LabelLog
 from worldsample.store.layout import GROUPS, Provenance, Retention
 from worldsample.store.reader import GroupReader
 from worldsample.store.records import EpisodeRecord, SourceRef
@@ -18,6 +19,8 @@ __all__ = [
     "GroupSampler",
     "GroupSchema",
     "KeySpec",
+    "Label",
+    "LabelLog",
     "MixtureSampler",
     "Provenance",
     "Retention",

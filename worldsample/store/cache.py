@@ -58,6 +58,15 @@ class StepCache:
         self.ep_start = np.concatenate([[0], np.cumsum(self.ep_len)[:-1]]).astype(np.int64)
         self.version += 1
 
+    def relabel(self, episode_id: int, columns: dict[str, np.ndarray], terminal: bool) -> None:
+        """Replace some keys' steps of one cached episode (an operator's label) and its terminal flag."""
+        i = self.episode_ids.index(episode_id)
+        s, n = int(self.ep_start[i]), int(self.ep_len[i])
+        for k, v in columns.items():
+            self.data[k][s : s + n] = v
+        self.ep_terminal[i] = terminal
+        self.version += 1
+
     def view(self, key: str) -> np.ndarray:
         return self.data[key][: self.size]
 

@@ -9,6 +9,10 @@ chunks do not decode, are missing, or do not match the record's checksums is set
 left out of `records` and the cache, listed with the reason in `damaged`) and the rest of the
 group reads on. Whole-episode reads check the checksums; window reads check that the chunk files
 are there and decode (`verify` checks a key's checksum a chunk at a time).
+
+Operator labels (store/labels.py) are read at every `refresh()` when the group's label file
+changed: `labels` holds each labelled episode's verdict, and a cached reader's `success` and
+`done` steps and terminal flags follow them (the commit record and the data on disk do not change).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import zarr
 
 from worldsample.errors import StoreCorruptError, StoreError
 from worldsample.store.cache import StepCache
+from worldsample.store.labels import Label, LabelLog, Recorded, apply_label
 from worldsample.store.layout import chunk_path, open_arrays, read_group_attrs
 from worldsample.store.records import EpisodeRecord, list_record_ids, read_record, record_name, record_path
 
@@ -50,6 +55,10 @@ class GroupReader:
         self._lock = threading.RLock()  # refresh and setting aside (a viewer may read from threads)
         specs = {k: (self.schema.keys[k].shape, self.schema.keys[k].np_dtype) for k in self.keys}
         self.cache = StepCache(specs) if cache else None
+        self.label_log = LabelLog(group_path, name)
+        self.labels: dict[int, Label] = {}  # episode id -> the operator's verdict (the newest label)
+        self._labels_seen: tuple[int, int, int] | None = None
+        self._recorded: dict[int, Recorded] = {}  # cached labelled episodes: their columns as recorded
         self.refresh()
 
     def refresh(self) -> int:
@@ -61,11 +70,13 @@ class GroupReader:
             return self._refresh()
 
     def _refresh(self) -> int:
+        relabel = self._load_labels()
         ids = list_record_ids(self._commits)
         listed = set(ids)
         gone = set(self.records) - listed
         for i in gone:
             del self.records[i]
+            self._recorded.pop(i, None)
         if gone and self.cache is not None:
             self.cache.remove(gone)
         for i in [i for i in list(self.damaged) if i not in listed]:
@@ -89,16 +100,62 @@ class GroupReader:
             if arrays is not None:
                 if not self.is_committed(i):
                     continue  # dropped while we read: its chunks may be gone, do not keep them
-                self.cache.add(i, arrays, rec.terminated)
+                arrays, terminal = self._labelled(rec, arrays)
+                self.cache.add(i, arrays, terminal)
+                relabel.discard(i)
             self.records[i] = rec
             added += 1
+        if self.cache is not None:
+            for i in sorted(relabel & set(self.records)):
+                self._relabel_cached(self.records[i])
         return added
+
+    # -- operator labels ------------------------------------------------------------------------
+    def _load_labels(self) -> set[int]:
+        """Re-read the label file when it changed; the episodes whose label changed."""
+        sig = self.label_log.signature()
+        if sig == self._labels_seen:
+            return set()
+        try:
+            new = self.label_log.current()
+        except (OSError, StoreError) as e:  # the labels held so far stay in force
+            log.error("group %r: labels not read: %s", self.name, e)
+            self._labels_seen = sig  # logged once per change of the file
+            return set()
+        self._labels_seen = sig
+        changed = {e for e in set(new) | set(self.labels) if new.get(e) != self.labels.get(e)}
+        self.labels = new
+        return changed
+
+    def _labelled(self, rec: EpisodeRecord, arrays: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], bool]:
+        """An episode's arrays and terminal flag as its label says, before it enters the cache."""
+        label = self.labels.get(rec.episode)
+        if label is None:
+            return arrays, rec.terminated
+        recorded = Recorded(arrays["success"].copy(), arrays["done"].copy(), rec.terminated)
+        self._recorded[rec.episode] = recorded
+        success, done, terminal = apply_label(rec, recorded, label)
+        return {**arrays, "success": success, "done": done}, terminal
+
+    def _relabel_cached(self, rec: EpisodeRecord) -> None:
+        e, c = rec.episode, self.cache
+        if e not in c.episode_ids:
+            return
+        recorded = self._recorded.get(e)
+        if recorded is None:
+            i = c.episode_ids.index(e)
+            s, n = int(c.ep_start[i]), int(c.ep_len[i])
+            recorded = Recorded(c.view("success")[s : s + n].copy(), c.view("done")[s : s + n].copy(), rec.terminated)
+            self._recorded[e] = recorded
+        success, done, terminal = apply_label(rec, recorded, self.labels.get(e))
+        c.relabel(e, {"success": success, "done": done}, terminal)
 
     def _set_aside(self, episode: int, why: str) -> None:
         with self._lock:
             if episode not in self.damaged:
                 log.error("group %r: setting episode %d aside: %s", self.name, episode, why)
             self.damaged[episode] = why
+            self._recorded.pop(episode, None)
             if episode in self.records:
                 # a new dict, so that a thread iterating the old one is not disturbed
                 self.records = {i: r for i, r in self.records.items() if i != episode}

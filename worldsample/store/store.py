@@ -8,6 +8,7 @@ from pathlib import Path
 import zarr
 
 from worldsample.errors import SchemaError, StoreError
+from worldsample.store.labels import LabelLog
 from worldsample.store.layout import (
     GROUPS,
     STORE_FORMAT,
@@ -67,6 +68,10 @@ class EpisodeStore:
 
     def reader(self, name: str, keys: Iterable[str] | None = None, cache: bool = True) -> GroupReader:
         return GroupReader(self._group_path(name), name, keys=keys, cache=cache)
+
+    def labels(self, name: str) -> LabelLog:
+        """The operator labels of a group's episodes (store/labels.py)."""
+        return LabelLog(self._group_path(name), name)
 
     def writer_active(self, name: str) -> bool:
         """Whether a writer holds the group's write lock now, in any process (this one included); never blocks."""

@@ -11,7 +11,7 @@ from services.dashboard.context import AppContext
 from services.dashboard.errors import BadRequest, RangeNotSatisfiable
 from services.dashboard.models import EpisodeDetail, EpisodePage, EpisodeSummary, KeyInfo, StepsPage
 from services.dashboard.routes.deps import RANGE_ERRORS, READ_ERRORS, get_ctx, read_access
-from worldsample.store import EpisodeRecord, Provenance
+from worldsample.store import EpisodeRecord, Label, Provenance
 
 router = APIRouter(prefix="/api/episodes", tags=["episodes"], dependencies=[Depends(read_access)])
 Ctx = Annotated[AppContext, Depends(get_ctx)]
@@ -20,8 +20,9 @@ EpisodeP = Annotated[int, Path(ge=0, le=2**53, description="episode id in the gr
 MAX_PAGE = 500
 
 
-def summary(group: str, rec: EpisodeRecord) -> EpisodeSummary:
-    return EpisodeSummary(group=group, **rec.model_dump(include=set(EpisodeSummary.model_fields) - {"group"}))
+def summary(group: str, rec: EpisodeRecord, label: Label | None = None) -> EpisodeSummary:
+    fields = rec.model_dump(include=set(EpisodeSummary.model_fields) - {"group", "label"})
+    return EpisodeSummary(group=group, label=label.success if label is not None else None, **fields)
 
 
 @router.get("", response_model=EpisodePage, responses=READ_ERRORS, summary="episodes, filtered and paged")
@@ -45,7 +46,9 @@ def list_episodes(
         rows = [x for x in rows if x[1].policy_version == policy_version]
     rows.sort(key=lambda x: (x[1].wall_time_start, x[0], x[1].episode), reverse=order == "newest")
     page = rows[offset : offset + limit]
-    return EpisodePage(total=len(rows), offset=offset, limit=limit, items=[summary(g, r) for g, r in page])
+    labels = {g: ctx.data.labels(g) for g in {g for g, _ in page}}
+    items = [summary(g, r, labels[g].get(r.episode)) for g, r in page]
+    return EpisodePage(total=len(rows), offset=offset, limit=limit, items=items)
 
 
 @router.get(
@@ -57,7 +60,8 @@ def episode_detail(ctx: Ctx, group: GroupP, episode: EpisodeP) -> EpisodeDetail:
         KeyInfo(name=k, dtype=s.dtype, shape=list(s.shape), kind=s.kind, camera=s.camera)
         for k, s in ctx.data.schema(group).keys.items()
     ]
-    return EpisodeDetail(**summary(group, rec).model_dump(), keys=keys, domain_info=rec.domain_info, extra=rec.extra)
+    return EpisodeDetail(**summary(group, rec, ctx.data.labels(group).get(episode)).model_dump(), keys=keys,
+                         domain_info=rec.domain_info, extra=rec.extra)
 
 
 def _jsonable(a: np.ndarray) -> list:
