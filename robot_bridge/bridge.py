@@ -49,7 +49,8 @@ class Bridge:
         schema = GroupSchema.build(profile.obs_specs(), profile.action.dim, profile.episode.chunk_len)
         self.recorder = Recorder(Path(run_dir), profile.episode.group, schema, max_backlog=profile.episode.max_backlog)
         shapes = {k: v.shape for k, v in profile.obs_specs().items()}
-        self.policy = PolicySource(Path(run_dir), shapes, profile.action.dim, explore=profile.episode.explore)
+        self.policy = PolicySource(Path(run_dir), shapes, profile.action.dim, explore=profile.episode.explore,
+                                   follow=profile.episode.policy)
         self.inputs = {s.key: StreamInput(s.key, stream_typename(s), stream_converter(s)) for s in profile.streams}
         for s in profile.streams:
             transport.subscribe(s.topic, stream_typename(s), s.qos, self.inputs[s.key])

@@ -130,6 +130,9 @@ class EpisodeSpec(_Strict):
         ),
     )
     explore: bool = Field(False, description="sample a stochastic policy's actions (online RL) instead of its mean")
+    policy: Literal["latest", "recommended"] = Field(
+        "latest", description="the policy version to run: the newest exported one, or the one RUN/policies/recommended "
+        "names (`worldsample eval policies --recommend` or the trainer's scoring; latest until there is one)")
 
 
 class SimSpec(_Strict):

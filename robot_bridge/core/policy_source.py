@@ -1,5 +1,6 @@
-"""The bridge's view of the policy registry: swaps to the newest valid version, but only when
-asked, which the controller does at episode boundaries. A broken new version never replaces a
+"""The bridge's view of the policy registry: swaps to the newest valid version (or, with
+`follow="recommended"`, to the version RUN/policies/recommended names, `latest` until there is
+one), but only when asked, which the controller does at episode boundaries. A broken new version never replaces a
 working one; the error is kept for the status topic."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from worldsample.evaluation.recommend import FollowRecommended
 from worldsample.policy import NumpyActor, PolicyError, PolicyRegistry
 from worldsample.versioned import VersionError, VersionWatcher
 
@@ -18,10 +20,15 @@ log = logging.getLogger(__name__)
 
 class PolicySource:
     def __init__(
-        self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False
+        self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False,
+        follow: str = "latest",
     ):
         self._registry = PolicyRegistry(run_dir)
-        self._watch = VersionWatcher(self._registry.dir)
+        if follow not in ("latest", "recommended"):
+            raise ValueError(f"follow must be latest or recommended, got {follow!r}")
+        self.follow = follow
+        target = FollowRecommended(self._registry.root) if follow == "recommended" else self._registry.dir
+        self._watch = VersionWatcher(target)
         self.explore = explore
         self._rng = np.random.default_rng()
         self._obs_shapes = dict(obs_shapes)
@@ -35,7 +42,7 @@ class PolicySource:
         return self.actor.version if self.actor else None
 
     def refresh(self) -> bool:
-        """Load `latest` if it is newer than the current actor; True when the actor changed."""
+        """Load the followed version if it differs from the current actor's; True when the actor changed."""
         try:
             latest = self._watch.poll()
             if latest is None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from services.cli import bridge_cmd, dashboard_cmd, demos_cmd, run_cmd, store_cmd, train_cmd, wm_cmd
+from services.cli import bridge_cmd, dashboard_cmd, demos_cmd, eval_cmd, run_cmd, store_cmd, train_cmd, wm_cmd
 from services.cli.common import setup_logging
 from worldsample import __version__
 
@@ -18,6 +18,7 @@ app = typer.Typer(
 app.add_typer(store_cmd.app, name="store")
 app.add_typer(demos_cmd.app, name="demos")
 app.add_typer(wm_cmd.app, name="wm")
+app.add_typer(eval_cmd.app, name="eval")
 app.command("run")(run_cmd.run)
 app.command("train")(train_cmd.train)
 app.command("dashboard")(dashboard_cmd.dashboard)

@@ -1,0 +1,270 @@
+"""Policies run closed loop inside the world model: the policy acts on imagined observations, the
+world model answers with the next latent, and its heads say reward, success and done.
+
+`ClosedLoop.run` is the engine (also used by Best-of-N, search.py); `score_policy` scores one
+policy version from a set of initial observations, `samples` imagined futures per start when the
+model is stochastic (a diffusion, consistency or drift generator, or context noise at imagination
+time). An imagined episode ends at the first step whose success or done probability is above the
+threshold calibrated on held-out real episodes (heads.py), as the synthesiser labels its branches;
+its return is the sum of the predicted rewards up to there. Randomness comes from one seeded CPU
+generator per batch, so a score is reproducible under its seed on any device.
+
+The context is padded the way the model was trained for episode starts (the first frame repeated
+with zero actions), and with `autoencoder.residual_decode` an imagined vector is the last real one
+plus the decoded change since it, as the Imaginer gives it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from worldsample.errors import ConfigError
+from worldsample.evaluation.starts import Starts
+from worldsample.paths import RunFiles
+from worldsample.policy import NumpyActor
+from worldsample.versioned import VersionedDir
+
+Policy = Callable[[dict[str, np.ndarray], int], np.ndarray]  # (obs key -> (B, ...), step) -> actions (B, A)
+
+
+@dataclass
+class ClosedLoopResult:
+    actions: np.ndarray  # (B, T, A) what the policy did, T <= horizon
+    reward: np.ndarray  # (B, T) predicted reward, 0 after the row's end
+    success_prob: np.ndarray  # (B, T) success-head probability, 0 after the row's end
+    success: np.ndarray  # (B,) bool: a success label before the end
+    returns: np.ndarray  # (B,) sum of predicted rewards up to the end
+    length: np.ndarray  # (B,) imagined steps up to and including the end
+    completed: bool = True  # False: `before_step` stopped it early
+    obs: dict[str, np.ndarray] | None = None  # with `record_obs`: key -> (B, T, ...) observation after each step
+
+
+def is_stochastic(model) -> bool:
+    """Whether two imagined futures of the same start and actions can differ."""
+    return bool(model.generator.stochastic or model.cfg.dynamics.context_noise_infer > 0)
+
+
+class ClosedLoop:
+    def __init__(self, model, domain: int = 0):
+        self.model, self.cfg, self.domain = model.eval(), model.cfg, domain
+        self.keys = [*self.cfg.image_keys, *self.cfg.vector_keys]
+
+    @torch.no_grad()
+    def _decode(self, z: torch.Tensor) -> dict[str, np.ndarray]:
+        out = {}
+        for k, v in self.model.decode(z).items():
+            out[k] = ((v * 255).round().byte() if k in self.cfg.image_keys else v.float()).cpu().numpy()
+        return out
+
+    @torch.no_grad()
+    def run(
+        self,
+        context: Mapping[str, np.ndarray],
+        policy: Policy,
+        horizon: int,
+        seed: int = 0,
+        context_actions: np.ndarray | None = None,
+        before_step: Callable[[int], bool] | None = None,
+        record_obs: bool = False,
+    ) -> ClosedLoopResult:
+        """context: key -> (B, k, ...) real frames, oldest first; context_actions: (B, k-1, A) between them.
+        `before_step(t)` is asked before each imagined step; False stops the rollout there. Every row
+        is stepped to the end of the batch (ended rows are masked), so rows never change each other's noise."""
+        m, cfg, K, A = self.model, self.cfg, self.cfg.dynamics.history, self.cfg.action_dim
+        dev = m.device
+        missing = [k for k in self.keys if k not in context]
+        if missing:
+            raise ConfigError(f"the world model needs {missing} in the context; got {sorted(context)}")
+        b, k = np.asarray(context[self.keys[0]]).shape[:2]
+        flat = {key: np.asarray(context[key]).reshape(b * k, *np.asarray(context[key]).shape[2:]) for key in self.keys}
+        z = m.encode(flat).view(b, k, -1, cfg.latent_grid, cfg.latent_grid)
+        past = (
+            torch.zeros(b, k - 1, A, device=dev)
+            if context_actions is None
+            else torch.as_tensor(np.asarray(context_actions, np.float32), device=dev).view(b, k - 1, A)
+        )
+        if k < K:  # an episode start: the first frame repeated with zero actions
+            z = torch.cat([z[:, :1].expand(-1, K - k, *z.shape[2:]), z], dim=1)
+            past = torch.cat([past.new_zeros(b, K - k, A), past], dim=1)
+        hist, past = z[:, -K:], past[:, past.shape[1] - (K - 1) :] if K > 1 else past[:, :0]
+        last_real = {key: np.asarray(context[key])[:, -1] for key in self.keys}
+        ref = self._decode(hist[:, -1]) if cfg.autoencoder.residual_decode else None
+        gen = torch.Generator().manual_seed(int(seed))
+
+        def noise(shape):
+            return torch.randn(shape, generator=gen).to(dev)
+
+        s_thr, d_thr = cfg.heads.success_threshold, cfg.heads.done_threshold
+        obs = {key: v.copy() for key, v in last_real.items()}
+        alive = np.ones(b, bool)
+        success, length, returns = np.zeros(b, bool), np.zeros(b, np.int64), np.zeros(b, np.float64)
+        acts, rews, probs, seen = [], [], [], []
+        dom = torch.full((b,), self.domain, device=dev, dtype=torch.long)
+        completed = True
+        for t in range(horizon):
+            if before_step is not None and not before_step(t):
+                completed = False
+                break
+            a_np = np.asarray(policy(obs, t), np.float32).reshape(b, A)
+            a = torch.cat([past, torch.as_tensor(a_np, device=dev)[:, None]], dim=1)
+            h_in = hist + cfg.dynamics.context_noise_infer * noise(hist.shape) if cfg.dynamics.context_noise_infer \
+                else hist
+            nxt, heads = m.step(h_in, a, dom, 0, noise)
+            hist, past = torch.cat([hist[:, 1:], nxt[:, None]], dim=1), a[:, 1:]
+            r = heads["reward"].float().cpu().numpy().reshape(b)
+            sp = heads["success"].float().cpu().numpy().reshape(b)
+            dp = heads["done"].float().cpu().numpy().reshape(b)
+            acts.append(a_np)
+            rews.append(np.where(alive, r, 0.0))
+            probs.append(np.where(alive, sp, 0.0))
+            returns += np.where(alive, r, 0.0)
+            length += alive
+            won = alive & (sp > s_thr)
+            success |= won
+            alive &= ~(won | (dp > d_thr))
+            if not alive.any() and not record_obs:
+                break
+            dec = self._decode(nxt)
+            for key in self.keys:
+                if ref is not None and key in cfg.vector_keys:
+                    delta = dec[key].reshape(b, -1) - ref[key].reshape(b, -1)
+                    obs[key] = (last_real[key].reshape(b, -1) + delta).reshape(last_real[key].shape).astype(np.float32)
+                else:
+                    obs[key] = dec[key].reshape(last_real[key].shape)
+            if record_obs:
+                seen.append({key: v.copy() for key, v in obs.items()})
+            if not alive.any():
+                break
+        T = len(acts)
+        return ClosedLoopResult(
+            actions=np.stack(acts, 1) if T else np.zeros((b, 0, A), np.float32),
+            reward=np.stack(rews, 1) if T else np.zeros((b, 0)),
+            success_prob=np.stack(probs, 1) if T else np.zeros((b, 0)),
+            success=success,
+            returns=returns,
+            length=length,
+            completed=completed,
+            obs={key: np.stack([o[key] for o in seen], 1) for key in self.keys} if record_obs and seen else None,
+        )
+
+
+# -- one policy version, scored ------------------------------------------------------------------
+
+
+def check_fit(actor: NumpyActor, wm_cfg) -> None:
+    """The policy must read only vectors the world model predicts, with the same sizes and action size."""
+    for o in actor.config.obs:
+        have = wm_cfg.vector_keys.get(o.key)
+        if have != o.dim:
+            raise ConfigError(
+                f"policy v{actor.version} reads {o.key} of size {o.dim}; the world model predicts "
+                f"{dict(wm_cfg.vector_keys)}: train the world model on the policy's observation keys"
+            )
+    if actor.config.action_dim != wm_cfg.action_dim:
+        raise ConfigError(f"policy v{actor.version} outputs {actor.config.action_dim} actions, "
+                          f"the world model takes {wm_cfg.action_dim}")
+
+
+def batch_policy(actor: NumpyActor, explore: bool = False, rng: np.random.Generator | None = None) -> Policy:
+    """The numpy actor over a batch, row by row (exactly what it computes on the robot)."""
+    keys = [o.key for o in actor.config.obs]
+
+    def act(obs: dict[str, np.ndarray], t: int) -> np.ndarray:
+        n = len(obs[keys[0]])
+        return np.stack([actor.act({k: obs[k][i] for k in keys}, explore=explore, rng=rng) for i in range(n)])
+
+    return act
+
+
+@dataclass
+class ImaginedScore:
+    version: int
+    success_rate: float  # share of imagined episodes with a success label
+    success_prob: float  # mean over imagined episodes of the highest success probability before the end
+    mean_return: float  # of the predicted rewards
+    mean_length: float
+    starts: int
+    samples: int  # imagined futures per start
+    horizon: int
+    seed: int
+    wm_version: int | None = None
+    seconds: float = 0.0
+    per_start_success: list[float] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[float, float, float]:
+        """What ranks policies: imagined success, then the soft success probability, then return."""
+        return (self.success_rate, self.success_prob, self.mean_return)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def score_policy(
+    model,
+    actor: NumpyActor,
+    starts: Starts,
+    horizon: int,
+    samples: int | None = None,
+    seed: int = 0,
+    domain: int = 0,
+    batch: int = 256,
+    wm_version: int | None = None,
+) -> ImaginedScore:
+    """Imagine the deterministic policy from every start, `samples` times each (default 4 when the
+    model is stochastic, else 1), up to `horizon` steps."""
+    if horizon < 1:
+        raise ConfigError(f"horizon must be at least 1, got {horizon}")
+    if len(starts) == 0:
+        raise ConfigError("no initial observations to start from")
+    check_fit(actor, model.cfg)
+    t0 = time.perf_counter()
+    samples = samples if samples is not None else (4 if is_stochastic(model) else 1)
+    if samples < 1:
+        raise ConfigError(f"samples must be at least 1, got {samples}")
+    loop = ClosedLoop(model, domain)
+    missing = [k for k in loop.keys if k not in starts.obs]
+    if missing:
+        raise ConfigError(f"the starts have no {missing}; the world model needs {loop.keys}")
+    rows = np.repeat(np.arange(len(starts)), samples)  # start i's samples are rows i*samples ...
+    policy = batch_policy(actor)
+    succ, prob, ret, length = [], [], [], []
+    for c, i in enumerate(range(0, len(rows), batch)):
+        idx = rows[i : i + batch]
+        ctx = {k: starts.obs[k][idx][:, None] for k in loop.keys}
+        res = loop.run(ctx, policy, horizon, seed=seed * 100_003 + c)
+        succ.append(res.success)
+        prob.append(res.success_prob.max(axis=1) if res.success_prob.shape[1] else np.zeros(len(idx)))
+        ret.append(res.returns)
+        length.append(res.length)
+    succ_a = np.concatenate(succ).reshape(len(starts), samples)
+    return ImaginedScore(
+        version=actor.version,
+        success_rate=float(succ_a.mean()),
+        success_prob=float(np.concatenate(prob).mean()),
+        mean_return=float(np.concatenate(ret).mean()),
+        mean_length=float(np.concatenate(length).mean()),
+        starts=len(starts),
+        samples=samples,
+        horizon=horizon,
+        seed=seed,
+        wm_version=wm_version,
+        seconds=time.perf_counter() - t0,
+        per_start_success=[float(x) for x in succ_a.mean(axis=1)],
+    )
+
+
+def load_world_model(run_dir: str | Path, version: int | None = None, device: str = "cpu"):
+    """(model, version) of the run's latest (or a given) world-model checkpoint."""
+    from worldsample.world_model import checkpoint
+
+    root = RunFiles.of(run_dir).world_model
+    path = root if version is None else VersionedDir(root).path(version)
+    model, doc = checkpoint.load(path, device=device)
+    return model, int(doc["version"])
