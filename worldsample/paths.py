@@ -8,6 +8,7 @@
     RUN/trainer/            trainer checkpoints (learner, mixer and synthesis state)
     RUN/metrics.jsonl, RUN/events.jsonl, RUN/status.json, RUN/control/   the run log (worldsample.runlog)
     RUN/tensorboard/, RUN/reports/, RUN/dashboard_token, RUN/<process>.log
+    RUN/nodes.json          the Ray nodes and the node each trainer part runs on (services/trainer/nodes.py)
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ class RunFiles:
     def ray_logs(self) -> Path:
         """The trainer's local Ray logs, kept after its temp dir is removed."""
         return self.run_dir / "ray_logs"
+
+    @property
+    def nodes(self) -> Path:
+        """The Ray nodes and which node each part of the trainer runs on, rewritten while it runs."""
+        return self.run_dir / "nodes.json"
 
     @property
     def dashboard_token(self) -> Path:

@@ -52,7 +52,24 @@ def train(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the run's trainer from its latest checkpoint.")
     ] = False,
-    address: Annotated[str | None, typer.Option(help="Ray cluster address; default: start a local Ray.")] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to run on (HEAD:PORT of `ray start --head`); default: start a local Ray."),
+    ] = None,
+    place: Annotated[
+        list[str] | None,
+        typer.Option(help="PART=RESOURCE: run a part (learner, world_model, synth, sim, evaluator) only on nodes "
+                     "started with that custom Ray resource (ray start --resources '{\"wm_node\": 1}'). Repeatable."),
+    ] = None,
+    gpu: Annotated[
+        str, typer.Option(help="auto: learner and world model on GPU nodes when the cluster has GPUs, else CPU; "
+                          "on: require GPUs; off: CPU.")
+    ] = "auto",
+    on_node_loss: Annotated[
+        str, typer.Option(help="When the node of the world model or synthesis is lost: wait for a node with its "
+                          "resources (up to --node-wait-s), or continue (start it again beside the driver).")
+    ] = "wait",
+    node_wait_s: Annotated[float, typer.Option(help="--on-node-loss wait: seconds to wait for a node.")] = 600.0,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -63,9 +80,11 @@ def train(
     saved back to RUN/config.yaml, and each start or resume is a line of RUN/config_history.jsonl.
     """
     from services.trainer.driver import train as run_train
+    from services.trainer.placement import Placement
     from worldsample.config import load_config, load_run_config, record_config
     from worldsample.loop.loop import check_run_dir
 
+    placement = Placement.from_cli(place, gpu, on_node_loss, node_wait_s)
     check_run_dir(run, resume)  # before anything is written into the run directory
     overrides = [*(set_ or []), *([f"loop.robot={robot}"] if robot else [])]
     cfg = load_run_config(run, config, overrides)
@@ -77,7 +96,10 @@ def train(
         if config is not None or overrides:
             console.print(f"{'resume' if resume else 'train'} with overrides: {overrides_text(config, overrides)}",
                           highlight=False)
-    command = as_command("train", run, robot=robot, resume=resume, address=address, config=config, set=set_)
+    command = as_command("train", run, robot=robot, resume=resume, address=address, place=place,
+                         gpu=None if gpu == "auto" else gpu,
+                         on_node_loss=None if on_node_loss == "wait" else on_node_loss,
+                         node_wait_s=None if node_wait_s == 600.0 else node_wait_s, config=config, set=set_)
     record_config(run, cfg, "resume" if resume else "train", command, overlay=config, overrides=overrides)
     with console.status("training...") as status:
         def on_round(row: dict) -> None:
@@ -90,5 +112,5 @@ def train(
                 + (f"  eval success {100 * sr:.0f}%" if sr is not None else "")
             )
 
-        summary = run_train(run, cfg, resume=resume, address=address, on_round=on_round)
+        summary = run_train(run, cfg, resume=resume, address=address, on_round=on_round, placement=placement)
     print_summary(summary)
