@@ -17,13 +17,18 @@ def print_summary(s) -> None:
     console.print(
         f"[bold]trained[/] {s.real_steps} real steps ({s.episodes} episodes), "
         f"{s.updates} updates in {s.seconds:.0f} s; "
-        f"success {before} -> {after}; synthetic share of the last batch {100 * s.synthetic_share:.0f}%; "
-        f"world-model versions {s.wm_versions}"
+        f"success {before} -> {after}; synthetic share of batches {100 * s.synthetic_share_mean:.0f}% over the run "
+        f"({100 * s.synthetic_share:.0f}% in the last); world-model versions {s.wm_versions}"
     )
+    if s.human_last_quarter is not None:
+        console.print(f"human-driven share of online steps in the last quarter: {100 * s.human_last_quarter:.0f}%")
     if s.best is not None and s.best[2] is not None:
         steps, rate, version = s.best
-        console.print(f"best evaluated policy: v{version}, {100 * rate:.0f}% at {steps} real steps "
-                      f"(every version is in {RUN.policies}/)")
+        console.print(f"best evaluated policy: v{version}, {100 * rate:.0f}% at {steps} real steps; the last "
+                      f"evaluation is {s.last_vs_best:.0f} points below it (every version is in {RUN.policies}/)")
+    if s.recommended is not None:
+        console.print(f"recommended by the world model: v{s.recommended} ({RUN.policies}/recommended; "
+                      "`worldsample eval policies RUN` compares it with real success)")
     if s.wm_eval:
         rows = s.wm_eval["horizons"]
         if "psnr" in next(iter(rows.values())):

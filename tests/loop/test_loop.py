@@ -81,6 +81,10 @@ class WorldModel:
     def evaluate(self, horizons):
         return {}
 
+    def recommend(self, version):
+        self.rec.calls.append(("world_model", "recommend", version))
+        return {"recommend/version": float(max(1, version - 1))}  # the policy before the last looks best
+
 
 class Synth:
     def __init__(self, rec):
@@ -132,7 +136,7 @@ def test_a_lockstep_round_runs_the_named_steps_in_order_at_their_cadences(tmp_pa
     assert summary.real_steps == 6 * LENGTH and summary.episodes == 6 and len(rows) == 6
     # round 0 (the first round: every cadence is due), then round 1 (export only: every episode)
     first = [("evaluator", "evaluate"), ("collector", "episode"), ("world_model", "train"), ("synth", "generate"),
-             ("learner", "learn"), ("learner", "export")]
+             ("learner", "learn"), ("learner", "export"), ("world_model", "recommend", 1)]
     assert rec.calls[1:1 + len(first)] == first and rec.calls[0] == ("learner", "pretrain")
     per_round = [
         [c for c in rec.calls if c == ("world_model", "train")],
@@ -142,7 +146,10 @@ def test_a_lockstep_round_runs_the_named_steps_in_order_at_their_cadences(tmp_pa
     # evaluations: before, after episodes 3 and 6, and the final one
     assert sum(c == ("evaluator", "evaluate") for c in rec.calls) == 4
     assert [e[0] for e in summary.evals] == [0, 30, 60, 60] and summary.success_after == 0.5
-    assert summary.synthetic_share == 0.25 and summary.wm_versions == 2
+    assert summary.synthetic_share == 0.25 and summary.synthetic_share_mean == 0.25 and summary.wm_versions == 2
+    # every exported version is scored in the world model, the final one too; the summary names the choice
+    assert [c[2] for c in rec.calls if c[:2] == ("world_model", "recommend")] == [1, 2, 3, 4, 5, 6, 7]
+    assert summary.recommended == 6 and summary.human_last_quarter == 0.0
     metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["real_steps"] for m in metrics if "real_steps" in m] == [10.0 * i for i in range(1, 7)]
     parts_saved, meta = load_checkpoint(tmp_path / "trainer")
@@ -259,3 +266,19 @@ def test_a_job_keeps_one_call_in_flight(wait):
     assert started == [1]
     assert job.poll() == ({"x": 1} if wait else {})
     assert job.finish() == ({} if wait else {"x": 1})
+
+
+def test_the_summary_reports_the_run_mean_share_and_the_humans_last_quarter():
+    from types import SimpleNamespace
+
+    from worldsample.loop.summary import TrainSummary, human_share
+
+    s = TrainSummary(evals=[(0, 0.2, 1), (50, 0.9, 3), (100, 0.7, 5)])
+    for share in (0.0, 0.1, 0.5):
+        s.synthetic_share, s.synthetic_share_sum, s.synthetic_share_rounds = (
+            share, s.synthetic_share_sum + share, s.synthetic_share_rounds + 1)
+    assert s.synthetic_share == 0.5 and s.synthetic_share_mean == pytest.approx(0.2)
+    assert s.last_vs_best == pytest.approx(20.0) and s.best == (50, 0.9, 3)
+    eps = [SimpleNamespace(length=100, interventions=n) for n in (80, 60, 10, 0)]
+    assert human_share(eps, first_step=300) == 0.0 and human_share(eps, first_step=200) == pytest.approx(0.05)
+    assert human_share(eps, first_step=0) == pytest.approx(0.375) and human_share(eps, first_step=400) is None

@@ -55,6 +55,11 @@ class LoopConfig(BaseModel):
         [1, 8], description="world-model fidelity in the run summary at these horizons; [] skips it"
     )
     tensorboard: bool = Field(True, description="mirror metrics as TensorBoard scalars in RUN/tensorboard/")
+    recommend: bool = Field(
+        True, description="score each exported policy in the latest world model and keep RUN/policies/recommended "
+        "on the best (needs a world model: ppl or naive)")
+    recommend_starts: int = Field(8, ge=1, description="held-out real initial states per imagined score")
+    recommend_budget_s: float = Field(30.0, gt=0, description="seconds of scoring per export, rescoring included")
     checkpoint_every_episodes: int = Field(5, ge=1)
     min_real_for_learning: int = Field(256, ge=1, description="transitions (demo + online) before the first update")
     seed: int = 0

@@ -35,7 +35,7 @@ from worldsample.loop.calls import Job, Part, get
 from worldsample.loop.checkpoint import load_checkpoint, save_checkpoint
 from worldsample.loop.config import LoopConfig
 from worldsample.loop.heartbeat import TrainerHeartbeat
-from worldsample.loop.summary import TrainSummary
+from worldsample.loop.summary import TrainSummary, human_share
 from worldsample.paths import RunFiles
 from worldsample.runlog import ControlChannel, ControlCommand, ControlKind, EventLog, MetricsWriter
 from worldsample.store import EpisodeStore
@@ -152,6 +152,7 @@ class Loop:
         self.status = TrainerHeartbeat(self.run_dir, status_every_s, schedule.name)
         self.summary = TrainSummary()
         self.wm_job, self.synth_job = Job(schedule.wait_background), Job(schedule.wait_background)
+        self.recommend_job = Job(schedule.wait_background)
         self.paused = False
         self.seen_steps = 0
         self.next_round = 0
@@ -232,7 +233,7 @@ class Loop:
         """Collect background work, final checkpoint and export, final evaluation, world-model fidelity."""
         learner, synth, s = self.parts.learner, self.parts.synth, self.summary
         late: dict = {}  # background work that finished after the last round: logged, not lost
-        for job in (self.wm_job, self.synth_job):
+        for job in (self.wm_job, self.synth_job, self.recommend_job):
             late.update(job.finish())
         if late:
             self.metrics.log(self.seen_steps, late)
@@ -240,7 +241,12 @@ class Loop:
         learner_state = get(learner, "state")
         parts = {"learner": learner_state, **({"synth": get(synth, "state")} if synth is not None else {})}
         self._save(parts, round_=self.next_round - 1)
-        get(learner, "export", {"round": self.next_round, "real_steps": self.seen_steps, "final": True})
+        final = get(learner, "export", {"round": self.next_round, "real_steps": self.seen_steps, "final": True})
+        self._recommend(final)
+        rec = self.recommend_job.finish()
+        if rec:
+            self.metrics.log(self.seen_steps, rec)
+            s.recommended = int(rec["recommend/version"]) if "recommend/version" in rec else None
         if self._evaluates():
             s.success_after = self._evaluation()
             self.metrics.log(self.seen_steps, {"eval/success_rate": s.success_after})
@@ -251,6 +257,7 @@ class Loop:
             if s.wm_eval:
                 self.metrics.log(self.seen_steps, _wm_scalars(s.wm_eval))
         s.real_steps, s.episodes, s.updates = self.seen_steps, self.real.num_episodes, int(learner_state["updates"])
+        s.human_last_quarter = human_share(self.real.episode_records(), int(0.75 * self.cfg.real_steps))
         self.status.set(learner_step=s.updates, real_steps=self.seen_steps, wm_version=s.wm_versions or None)
         self.events.emit("done", f"trained on {self.seen_steps} real steps")
 
@@ -339,7 +346,15 @@ class Loop:
     def export(self) -> None:
         if self._due(self.cfg.export_every_episodes):
             source = {"round": self.round.index, "real_steps": self.seen_steps}
-            self.round.row["policy/version"] = float(get(self.parts.learner, "export", source))
+            version = get(self.parts.learner, "export", source)
+            self.round.row["policy/version"] = float(version)
+            self._recommend(version)
+        self.round.row.update(self.recommend_job.poll())
+
+    def _recommend(self, version: int) -> None:
+        """Score the exported policy in the world model (beside the learner, like world-model training)."""
+        if self.parts.world_model is not None and self.cfg.recommend:
+            self.recommend_job.start(lambda: self.parts.world_model.call("recommend", version))
 
     def evaluate(self) -> None:
         if self._evaluates() and self._due(self.cfg.eval_every_episodes, first=False):
@@ -349,7 +364,10 @@ class Loop:
         row = self.round.row
         row["real_steps"] = float(self.seen_steps)
         self.metrics.log(self.seen_steps, row)
-        self.summary.synthetic_share = row.get("batch/synthetic_share", self.summary.synthetic_share)
+        if "batch/synthetic_share" in row:
+            self.summary.synthetic_share = row["batch/synthetic_share"]
+            self.summary.synthetic_share_sum += row["batch/synthetic_share"]
+            self.summary.synthetic_share_rounds += 1
         self.summary.wm_versions = int(row.get("wm/version", self.summary.wm_versions))
         self.status.set(real_steps=self.seen_steps, round=self.round.index, write=True,
                         policy_version=int(row["policy/version"]) if "policy/version" in row else None,

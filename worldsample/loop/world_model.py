@@ -28,6 +28,7 @@ class WorldModelRounds:
         self.run_dir, self.loop = Path(run_dir), loop
         self.versions = VersionedDir(RunFiles.of(run_dir).world_model)
         self.rounds = 0
+        self.tracker = None
 
     def train(self) -> dict[str, float]:
         """One round: from scratch on the demos the first time, then continual on demo + real."""
@@ -41,6 +42,20 @@ class WorldModelRounds:
         self.rounds += 1
         return {"wm/version": float(self.versions.latest()), "wm/rounds": float(self.rounds),
                 "wm/mode_loop": float(mode == "loop"), **head_metrics(json.loads(path.read_text())["meta"])}
+
+    def recommend(self, version: int) -> dict[str, float]:
+        """Score exported policy `version` in the latest world model, an episode's length ahead, and
+        keep the recommendation on the best scored one (`recommend/*` metrics; {} before the first
+        world model)."""
+        from worldsample.evaluation.policies import run_env_config
+        from worldsample.evaluation.tracker import RecommendationTracker
+
+        if self.tracker is None:
+            env = run_env_config(self.run_dir)
+            self.tracker = RecommendationTracker(self.run_dir, n_starts=self.loop.recommend_starts,
+                                                 horizon=env.max_episode_steps, seed=self.loop.seed,
+                                                 budget_s=self.loop.recommend_budget_s, env_cfg=env)
+        return self.tracker.on_export(int(version))
 
     def evaluate(self, horizons: list[int]) -> dict:
         """Fidelity of the latest model on held-out real episodes: PSNR per horizon with images,
