@@ -65,6 +65,33 @@ def wall_seconds(run: Path) -> float:
     return times[-1] - times[0]
 
 
+def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
+    """Mean synthetic share of learner batches (whole run, and from the first evaluation at or above
+    `competent`), the human's share of online steps in the first and last quarter of the budget, and
+    the world model's success head on held-out real windows (its last calibration)."""
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    share = [(r["step"], r["batch/synthetic_share"]) for r in rows if "batch/synthetic_share" in r]
+    evals = [(r["step"], r["eval/success_rate"]) for r in rows if "eval/success_rate" in r]
+    t_comp = next((s for s, v in evals if v >= competent), None)
+    eps = [(r["step"], r["episode/interventions"], r["episode/length"]) for r in rows if "episode/length" in r]
+    budget = max((s for s, _, _ in eps), default=0)
+
+    def human(lo: float, hi: float) -> float | None:
+        sel = [(i, n) for s, i, n in eps if lo * budget < s <= hi * budget]
+        return sum(i for i, _ in sel) / sum(n for _, n in sel) if sel else None
+
+    last = {k: v for r in rows for k, v in r.items() if k.startswith("wm/success_")}
+    mean = lambda xs: float(np.mean(xs)) if xs else None  # noqa: E731
+    return {
+        "synthetic_share": mean([v for _, v in share]),
+        "synthetic_share_competent": mean([v for s, v in share if t_comp is not None and s >= t_comp]),
+        "human_first_quarter": human(0.0, 0.25),
+        "human_last_quarter": human(0.75, 1.0),
+        "success_precision": last.get("wm/success_precision"),
+        "success_recall": last.get("wm/success_recall"),
+    }
+
+
 def steps_to(pts: list[tuple[int, float]], threshold: float) -> int | None:
     return next((s for s, v in pts if v >= threshold), None)
 
@@ -94,15 +121,21 @@ def plot(results: dict, threshold: float, path: Path) -> None:
     fig.savefig(path)
 
 
-def summarise(results: dict, threshold: float, budget: int, seconds: dict) -> tuple[Table, list[str]]:
+def _pct(xs: list) -> str:
+    xs = [x for x in xs if x is not None]
+    return f"{100 * np.mean(xs):.0f} %" if xs else "-"
+
+
+def summarise(
+    results: dict, threshold: float, budget: int, seconds: dict, diags: dict
+) -> tuple[Table, list[str]]:
     table = Table(title=f"success vs real steps (threshold {100 * threshold:.0f} %, budget {budget} real steps)")
     steps_to_col = f"steps to {100 * threshold:.0f} % (per seed)"
-    for col in ("arm", "success at 0", "final success", steps_to_col, "mean steps", "steps vs off", "train s/run"):
+    cols = ("arm", "success at 0", "final success", steps_to_col, "mean steps", "steps vs off", "synthetic share",
+            "once competent", "human 1st/last quarter", "success head P/R", "train s/run")
+    for col in cols:
         table.add_column(col, justify="right")
-    md = [
-        f"| arm | success at 0 | final success | {steps_to_col} | mean | steps vs off | train s/run |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     reach = {arm: [steps_to(pts, threshold) for pts in runs.values()] for arm, runs in results.items()}
     # a seed that never reaches the threshold counts as the budget (a lower bound on its cost)
     mean_steps = {arm: float(np.mean([budget if r is None else r for r in rs])) for arm, rs in reach.items()}
@@ -124,6 +157,12 @@ def summarise(results: dict, threshold: float, budget: int, seconds: dict) -> tu
             per_seed,
             mean,
             vs,
+            _pct([d["synthetic_share"] for d in diags[arm].values()]),
+            _pct([d["synthetic_share_competent"] for d in diags[arm].values()]),
+            _pct([d["human_first_quarter"] for d in diags[arm].values()])
+            + " / " + _pct([d["human_last_quarter"] for d in diags[arm].values()]),
+            _pct([d["success_precision"] for d in diags[arm].values()])
+            + " / " + _pct([d["success_recall"] for d in diags[arm].values()]),
             f"{np.mean(seconds[arm]):.0f}",
         ]
         table.add_row(*row)
@@ -208,11 +247,13 @@ def report(out: Path, threshold: float, arms: list[str], seeds: list[int], profi
     }
     seconds = {arm: [wall_seconds(out / f"{arm}-{seed}") for seed in runs] for arm, runs in results.items()}
     budget = max(s for runs in results.values() for pts in runs.values() for s, _ in pts)
-    table, md = summarise(results, threshold, budget, seconds)
+    diags = {arm: {seed: diagnostics(out / f"{arm}-{seed}") for seed in runs} for arm, runs in results.items()}
+    table, md = summarise(results, threshold, budget, seconds, diags)
     console.print(table)
     plot(results, threshold, out / "success_vs_steps.png")
     (out / "results.json").write_text(json.dumps({"profile": profile, "seeds": seeds, "threshold": threshold,
-                                                  "curves": results, "seconds": seconds}, indent=1))
+                                                  "curves": results, "seconds": seconds, "diagnostics": diags},
+                                                 indent=1))
     (out / "table.md").write_text("\n".join(md) + "\n")
     log(f"wrote {out / 'success_vs_steps.png'}, {out / 'table.md'}, {out / 'results.json'}")
 
