@@ -240,3 +240,24 @@ def test_spread_on_human_rows_falls_as_the_actor_gets_good_only_with_the_likelih
     assert "bc_nll" not in m0 and np.isfinite(m["bc_nll"])
     print(f"entropy {h0:.2f} -> {without:.2f} (mean-only BC) vs {with_std:.2f} (with the spread's likelihood)")
     assert with_std < without - 1.0 and with_std < h0 - 1.0
+
+
+def test_the_spread_likelihood_reaches_the_log_std_rows_of_the_head_only():
+    # through the actor's shared features it would move the mean: measured, it undid what the actor learnt
+    a = agent()
+    rng = np.random.default_rng(0)
+    obs = torch.as_tensor(rng.normal(size=(B, 3)).astype(np.float32))
+    acts = torch.as_tensor(rng.uniform(-0.9, 0.9, (B, 2)).astype(np.float32))
+
+    def grads(learner):
+        module = learner.module[sac.MODULE]
+        module.zero_grad(set_to_none=True)
+        dist_inputs = module.pi(module.pi_encoder({"obs": obs})[sac.ENCODER_OUT])
+        learner._spread_nll(module, obs, dist_inputs, acts).mean().backward()
+        return {n: (None if p.grad is None else p.grad.clone()) for n, p in module.named_parameters()
+                if n.startswith(("pi_encoder.", "pi."))}
+
+    g = a._on_learner(grads)
+    assert all(v is None or not v.any() for n, v in g.items() if n.startswith("pi_encoder."))
+    head_w = next(v for n, v in g.items() if n.startswith("pi.") and n.endswith("weight"))
+    assert not head_w[:2].any() and head_w[2:].abs().sum() > 0  # mean rows untouched, log-std rows learn

@@ -124,7 +124,8 @@ class PPLSACLearner(SACTorchLearner):
             # the spread follows the policy's competence on what the human did: the likelihood of
             # the human's actions with the mean held fixed trains only the log-std, so the entropy
             # falls as the imitation error does (the signal PPL paces on)
-            nll = self._spread_nll(module, fwd_out[Columns.ACTION_DIST_INPUTS], batch[Columns.ACTIONS])
+            nll = self._spread_nll(module, batch[Columns.OBS], fwd_out[Columns.ACTION_DIST_INPUTS],
+                                   batch[Columns.ACTIONS])
             bc_loss = bc_loss + std_weight * (nll * mask).sum() / mask.sum().clamp(min=1.0)
             self.metrics.log_value((module_id, "bc_nll"), (nll * mask).sum() / mask.sum().clamp(min=1.0), window=1)
         key = (module_id, POLICY_LOSS_KEY)
@@ -132,9 +133,13 @@ class PPLSACLearner(SACTorchLearner):
         if bc_weight > 0:
             self.metrics.log_value((module_id, "bc_mse"), bc, window=1)
 
-    def _spread_nll(self, module, dist_inputs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Per-row -log pi(a|s) of the squashed Gaussian with its mean detached (gradient to the log-std only)."""
-        mean, log_std = dist_inputs.chunk(2, dim=-1)
+    def _spread_nll(self, module, obs: torch.Tensor, dist_inputs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Per-row -log pi(a|s) of the squashed Gaussian with its mean and the actor's features detached:
+        the gradient reaches the log-std rows of the (linear) head only, never the features the mean
+        is computed from (measured: through the shared encoder, this term undid what the actor learnt)."""
+        mean = dist_inputs.chunk(2, dim=-1)[0]
+        feats = module.pi_encoder({Columns.OBS: obs})[ENCODER_OUT]
+        log_std = module.pi(feats.detach()).chunk(2, dim=-1)[1]
         dist = module.get_train_action_dist_cls().from_logits(torch.cat([mean.detach(), log_std], dim=-1))
         return -dist.logp(self._inside_bounds(module, actions))
 
