@@ -35,10 +35,11 @@ class LearnerConfig(BaseModel):
         ),
     )
     bc_std_weight: float = Field(
-        1.0,
+        0.0,
         ge=0.0,
         description="likelihood of the demo/intervention actions with the mean held fixed, in the actor loss: the "
-        "log-std follows the imitation error, so the policy's entropy falls as it gets good (PPL paces on it); 0: off",
+        "log-std follows the imitation error, so the policy's entropy falls as it gets good (PPL paces on it); "
+        "0 (default): off, until a benchmark shows it helps (docs/loop.md)",
     )
     bc_pretrain_steps: int = Field(
         3000,
