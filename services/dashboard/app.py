@@ -18,7 +18,7 @@ from services.dashboard.errors import install_handlers
 from services.dashboard.imagine import ImagineProvider
 from services.dashboard.live import LiveHub
 from services.dashboard.middleware import BodyLimit, HostGuard, SecurityHeaders
-from services.dashboard.routes import control, episodes, frames, metrics, policies, run
+from services.dashboard.routes import control, episodes, frames, metrics, policies, run, runs
 from services.dashboard.settings import DashboardSettings
 from worldsample import __version__
 from worldsample.errors import RunDirectoryError
@@ -80,7 +80,7 @@ def create_app(
     app.openapi = openapi
     install_docs(app)
     install_handlers(app)
-    for r in (run.router, metrics.router, episodes.router, frames.router, policies.router, control.router):
+    for r in (run.router, metrics.router, episodes.router, frames.router, policies.router, runs.router, control.router):
         app.include_router(r)
 
     @app.get("/", include_in_schema=False)

@@ -245,3 +245,36 @@ class PolicyOverview(BaseModel):
     policies: list[PolicyEntry]
     reports: list[ReportEntry]
     comparison: list[ComparisonRow]
+
+
+# -- the run's config and the runs beside it ----------------------------------------------------
+
+
+class ConfigFile(BaseModel):
+    text: str = Field(description="RUN/config.yaml as written (not parsed)")
+    size_bytes: int
+    modified: float
+
+
+class ConfigView(BaseModel):
+    config: ConfigFile | None = Field(description="null when there is none or it is not served (config_error)")
+    config_error: str | None = Field(description="why config is null: missing, a symbolic link, too large")
+    history: list[dict[str, Any]] = Field(
+        description="the newest entries of RUN/config_history.jsonl (one per start or resume), oldest first"
+    )
+    history_lines: int = Field(description="non-empty lines in config_history.jsonl")
+    history_malformed: int = Field(description="lines skipped: not a JSON object, too deep or too long")
+    history_error: str | None = Field(description="why the history could not be read at all")
+
+
+class SiblingRun(BaseModel):
+    name: str
+    modified: float = Field(description="when its metrics.jsonl last changed")
+    size_bytes: int = Field(description="size of its metrics.jsonl")
+
+
+class SiblingRuns(BaseModel):
+    current: str = Field(description="this run's directory name")
+    runs: list[SiblingRun] = Field(description="directories beside this run that hold a metrics.jsonl, newest first")
+    truncated: bool = Field(description="more were there than listed (the limit, or the parent's scan bound)")
+    limit: int

@@ -429,9 +429,12 @@ def test_estop_and_pause_on_a_run_without_bridge_or_trainer(browser, loop_server
         assert not t.pg.is_visible("#token-dialog")
         new = set(requests.glob("*.json")) - before
         assert [json.loads(p.read_text())["kind"] for p in new] == ["estop"]
-        # pause, while the e-stop waits for an acknowledgement that does not come
+        # pause, while the e-stop waits for an acknowledgement that does not come; the note is the
+        # server's reason (trainer.reason), and the label buttons say it too
         note = t.pg.inner_text("#trainer-note")
-        assert "trainer" in note and "pause and resume will not act" in note
+        assert "no trainer has written status.json" in note and "nothing will act on pause, resume or labels" in note
+        for b in ('button[data-control="pause"]', 'button[data-control="resume"]', "#label-success", "#label-failure"):
+            assert "inert" in t.pg.get_attribute(b, "class") and "no trainer" in t.pg.get_attribute(b, "title"), b
         t.pg.click('button[data-control="pause"]')
         t.pg.wait_for_function("() => document.querySelector('#toast').textContent.includes('nothing will act')")
         row = '#control-table tbody tr[data-kind="pause"]'
@@ -474,14 +477,18 @@ def test_estop_refused_says_not_sent(browser, loop_server):
 
 
 def test_bridge_reporting_a_disconnected_robot(browser, loop_server, loop_run):
-    """A stale bridge (and trainer) is an alarm (and a note); a bridge that reports (fresh heartbeat)
-    clears it; a disconnected robot and stale observations are alarms of their own. Runs last: it
-    writes RUN/status.json."""
+    """A stale bridge is an alarm; a trainer whose entry in status.json looks alive (fresh, running)
+    but whose process is gone is not running (the server's trainer.running, not the services list,
+    decides: pause, resume and the label buttons say its reason); a bridge that reports (fresh
+    heartbeat) clears the alarm; a disconnected robot and stale observations are alarms of their own.
+    Runs last: it writes RUN/status.json."""
     status = StatusFile(loop_run)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
 
-    def stale(st):  # bridge and trainer entries whose last heartbeat is a minute old
-        for name in ("bridge", "trainer"):
-            st.services[name] = ServiceState(heartbeat=time.time() - 60)
+    def stale(st):  # the bridge's last heartbeat is a minute old; the trainer's is fresh for the test's length
+        st.services["bridge"] = ServiceState(heartbeat=time.time() - 60)
+        st.services["trainer"] = ServiceState(heartbeat=time.time() + 120, pid=gone.pid, host=os.uname().nodename)
 
     try:
         status.update(stale)
@@ -491,8 +498,18 @@ def test_bridge_reporting_a_disconnected_robot(browser, loop_server, loop_run):
                 "() => document.querySelector('#alarm').textContent.includes('The bridge is stale')", timeout=10_000
             )
             assert "nothing on this run stops the arm" in t.pg.inner_text("#alarm")
+            t.pg.wait_for_function(
+                "() => document.querySelector('#trainer-note').textContent.includes('is gone')", timeout=10_000
+            )
             note = t.pg.inner_text("#trainer-note")
-            assert "trainer" in note and "pause and resume will not act" in note
+            assert f"the trainer's process {gone.pid} is gone" in note and "pause, resume or labels" in note, note
+            assert "running" in t.pg.inner_text("#services-table")  # what the services list alone would say
+            for b in ('button[data-control="pause"]', 'button[data-control="resume"]', "#label-failure"):
+                assert "inert" in t.pg.get_attribute(b, "class") and "is gone" in t.pg.get_attribute(b, "title"), b
+            status.heartbeat("trainer", detail="test trainer")  # this process: alive, on this host
+            t.pg.wait_for_selector("#trainer-note.hidden", state="attached", timeout=10_000)
+            for b in ('button[data-control="pause"]', "#label-success"):
+                assert "inert" not in t.pg.get_attribute(b, "class"), b
             status.heartbeat("bridge", detail="test bridge")
             status.update(lambda s: s.model_copy(update={"robot": RobotState(connected=False)}))
             t.pg.wait_for_function(

@@ -9,10 +9,31 @@ export const token = {
 };
 
 export class ApiError extends Error {
-  constructor(status, detail) {
+  constructor(status, detail, retryAfter = null) {
     super(`${status}: ${detail}`);
     this.status = status;
     this.detail = detail;
+    this.retryAfter = retryAfter; // seconds, from a 429's Retry-After (null when none)
+  }
+}
+
+export const MIN_TOKEN_LENGTH = 16; // the server refuses shorter tokens at start
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// fn() again after a 429 (busy: too many wrong tokens, the imagine queue full), waiting the
+// Retry-After it names (at most 60 s; 2 s when it names none), at most `tries` times in all;
+// onWait(seconds, err, attempt) says so before each wait. Other errors are thrown at once.
+export async function retrying(fn, onWait, tries = 4) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 429 || attempt >= tries) throw err;
+      const s = Math.min(60, Math.max(1, err.retryAfter ?? 2));
+      onWait?.(s, err, attempt);
+      await sleep(s * 1000);
+    }
   }
 }
 
@@ -29,7 +50,8 @@ async function fail(resp) {
     const body = await resp.json();
     detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
   } catch (_) { /* not JSON */ }
-  return new ApiError(resp.status, detail);
+  const ra = parseFloat(resp.headers.get("Retry-After") || "");
+  return new ApiError(resp.status, detail, Number.isFinite(ra) && ra >= 0 ? ra : null);
 }
 
 export async function getJSON(path, opts = {}) {
@@ -68,7 +90,8 @@ export async function getBitmap(path, opts = {}) {
 }
 
 // Server-sent events over fetch (EventSource cannot send an Authorization header).
-// handlers: {eventName: fn(data)}; onState(connected:boolean). Reconnects with backoff.
+// handlers: {eventName: fn(data)}; onState(connected:boolean, why?:string). Reconnects with
+// backoff (after a 429, no sooner than its Retry-After).
 export function subscribe(path, handlers, onState) {
   let stopped = false;
   let delay = 500;
@@ -94,9 +117,15 @@ export function subscribe(path, handlers, onState) {
         }
       } catch (err) {
         if (err instanceof ApiError && err.status === 401 && handlers.unauthorized) handlers.unauthorized(err);
+        if (err instanceof ApiError && err.status === 429) {
+          delay = Math.max(delay, 1000 * Math.min(60, err.retryAfter ?? 5));
+          onState(false, `refused (${err.detail}): retrying in ${Math.round(delay / 1000)} s`);
+          await sleep(delay);
+          continue;
+        }
       }
       onState(false);
-      await new Promise((r) => setTimeout(r, delay));
+      await sleep(delay);
       delay = Math.min(delay * 2, 10000);
     }
   };

@@ -1,12 +1,21 @@
 // The dashboard page: run status, live curves, episode browser and player, policies, controls.
 
-import { ApiError, earlyJSON, getJSON, postJSON, subscribe, token } from "./api.js";
+import { ApiError, earlyJSON, getJSON, MIN_TOKEN_LENGTH, postJSON, retrying, subscribe, token } from "./api.js";
 import { Charts, MARK_LEGEND, StoreCharts } from "./charts.js";
 import { ago, bytes, clock, esc, int, num, pct } from "./format.js";
 import { Player } from "./player.js";
+import { CompareRuns, loadConfig, RobotPanel } from "./panels.js";
 
 const $ = (sel) => document.querySelector(sel);
-const state = { overview: null, page: 0, pageSize: 40, selected: null, episodesVersion: -1 };
+const state = { overview: null, page: 0, pageSize: 40, selected: null, episodesVersion: -1, runId: "" };
+// the run's id (from the stream's hello or the first overview): image URLs carry it
+let runIdKnown;
+const runIdReady = new Promise((r) => { runIdKnown = r; });
+function setRunId(id) {
+  if (!id || id === state.runId) return;
+  state.runId = id;
+  runIdKnown(id);
+}
 
 // -- feedback ---------------------------------------------------------------------------------
 let toastTimer;
@@ -26,6 +35,8 @@ function showTab(name) {
   if (name === "run") { charts.drawAll(); storeCharts.drawAll(); }
   if (name === "episodes") { loadEpisodes(); player.drawTraces(); }
   if (name === "policies") loadPolicies();
+  if (name === "config") loadConfig($("#tab-config")).catch(readFailed);
+  if (name === "robot") robotPanel.show();
 }
 document.querySelectorAll("#tabs button[data-tab]").forEach((b) => (b.onclick = () => showTab(b.dataset.tab)));
 
@@ -46,6 +57,7 @@ function askToken(why = "") {
     $("#token-why").classList.toggle("hidden", !why);
     dlg.onclose = () => {
       if (dlg.returnValue === "ok") token.set($("#token-input").value.trim());
+      tokenError("");
       renderToken();
       asking = null;
       resolve(token.get());
@@ -55,6 +67,22 @@ function askToken(why = "") {
   });
   return asking;
 }
+function tokenError(text) {
+  $("#token-error").textContent = text;
+  $("#token-error").classList.toggle("hidden", !text);
+}
+// the server's tokens are at least MIN_TOKEN_LENGTH characters: a shorter one is a typo or a
+// partial paste, said here instead of sending it (a wrong token costs back-off on the server)
+$("#token-dialog form").addEventListener("submit", (e) => {
+  if (e.submitter?.value === "cancel") return;
+  const v = $("#token-input").value.trim();
+  if (v && v.length < MIN_TOKEN_LENGTH) {
+    e.preventDefault();
+    tokenError(`Too short: the control token has at least ${MIN_TOKEN_LENGTH} characters (this has ${v.length}). Copy all of RUN/dashboard_token.`);
+    $("#token-input").focus();
+  }
+});
+$("#token-dialog button[value=cancel]").onclick = (e) => { e.preventDefault(); $("#token-dialog").close("cancel"); };
 function renderToken() {
   const has = !!token.get();
   const b = $("#token-btn");
@@ -65,11 +93,15 @@ function renderToken() {
 $("#token-btn").onclick = () => askToken();
 renderToken();
 
-// is a consumer (trainer, bridge) running, from RUN/status.json as the overview reports it (for
-// the trainer, the overview's own verdict when it gives one: it also checks the process)
+// is a consumer (trainer, bridge) running? The trainer: the overview's own verdict
+// (`trainer.running`, which also checks its process; `trainer.reason` says why not). The bridge:
+// its entry in RUN/status.json as the overview reports it.
 function consumer(ov, name) {
-  if (name === "trainer" && ov?.trainer && typeof ov.trainer.running === "boolean") {
-    return { up: ov.trainer.running, why: ov.trainer.running ? "" : String(ov.trainer.reason || "no trainer is running").replace(/: nothing will act.*$/s, "") };
+  if (name === "trainer") {
+    const t = ov?.trainer;
+    if (!t) return { up: false, why: "no trainer is running", reason: "the server does not say whether a trainer runs" };
+    const reason = String(t.reason || "no trainer is running");
+    return { up: !!t.running, why: t.running ? "" : reason.replace(/: nothing will act.*$/s, ""), reason: t.running ? "" : reason };
   }
   const s = ov?.services.find((x) => x.name === name || x.name.startsWith(`${name}-`));
   if (!s) return { up: false, why: `no ${name} is running` };
@@ -91,7 +123,11 @@ async function control(path, body = {}) {
     return null;
   }
   try {
-    const cmd = await postJSON(`/api/control/${path}`, body);
+    // 429 (too many wrong tokens from this address lately): said, and sent again after Retry-After
+    const cmd = await retrying(() => postJSON(`/api/control/${path}`, body), (s, err) => {
+      toast(`${path} refused for now (${err.detail}): sending again in ${s} s`, "warn");
+      if (estop) showAlarm("estop-failed", `E-STOP NOT YET SENT: the server asks to wait ${s} s (${err.detail}); retrying. Use the robot's own stop.`);
+    });
     const idle = state.overview ? nobodyActs(cmd.kind) : "";
     toast(`${cmd.kind.replace("_", " ")} requested (${cmd.id.slice(0, 8)})${idle ? ` · ${idle}: nothing will act on it` : ""}`, idle ? "warn" : "good");
     if (estop) showAlarm("estop-failed", "");
@@ -139,12 +175,14 @@ function renderSafety(ov) {
   const last = ov.recent_controls.find((c) => c.kind === "estop");
   const pending = last && !last.acks.some((a) => a.consumer === "bridge") && ov.now - last.time > ESTOP_ACK_S && ov.now - last.time < 600;
   showAlarm("estop-ack", pending ? `E-STOP requested at ${clock(last.time)} has not been acknowledged by the bridge after ${Math.round(ov.now - last.time)} s.` : "");
+  // pause, resume and labels act only while a trainer runs (trainer.running); else its reason
   const trainer = consumer(ov, "trainer");
-  for (const b of document.querySelectorAll('button[data-control="pause"], button[data-control="resume"]')) {
+  for (const b of document.querySelectorAll('button[data-control="pause"], button[data-control="resume"], #label-success, #label-failure')) {
     b.classList.toggle("inert", !trainer.up);
-    b.title = trainer.up ? `${b.dataset.control === "pause" ? "Pause" : "Resume"} training` : `${trainer.why}: nothing will act on ${b.dataset.control}`;
+    const what = b.dataset.control || (b.id === "label-success" ? "label this episode a success" : "label this episode a failure");
+    b.title = trainer.up ? `${what[0].toUpperCase()}${what.slice(1)}` : `${trainer.reason} (${what}: the request is written and waits for a trainer)`;
   }
-  $("#trainer-note").textContent = trainer.up ? "" : `${trainer.why}: pause and resume will not act`;
+  $("#trainer-note").textContent = trainer.up ? "" : trainer.reason;
   $("#trainer-note").classList.toggle("hidden", trainer.up);
 }
 
@@ -162,7 +200,10 @@ function ackCells(ov, c) {
 // -- overview ---------------------------------------------------------------------------------
 function renderOverview(ov) {
   state.overview = ov;
+  setRunId(ov.run_id);
   try { renderSafety(ov); } catch (err) { console.error("safety view:", err); } // first: the alarms
+  try { robotPanel.update(ov); } catch (err) { console.error("robot panel:", err); }
+  try { renderDamaged(ov.damaged || []); } catch (err) { console.error("damaged list:", err); }
   $("#run-name").textContent = ov.run;
   const phase = $("#phase");
   phase.textContent = ov.paused && ov.phase !== "paused" ? `${ov.phase} · paused` : ov.phase;
@@ -180,8 +221,10 @@ function renderOverview(ov) {
   $("#kpi-wm").textContent = ov.wm_version === null ? (ov.world_model ? "ckpt" : "–") : `v${ov.wm_version}`;
   $("#kpi-episodes").textContent = int(ov.groups.reduce((a, g) => a + g.episodes, 0));
 
+  const aside = {};
+  for (const d of ov.damaged || []) aside[d.group] = (aside[d.group] || 0) + 1;
   $("#groups-table tbody").innerHTML = ov.groups.length ? ov.groups.map((g) => `<tr>
-      <td>${esc(g.name)}</td><td class="num">${int(g.episodes)}</td><td class="num">${int(g.steps)}</td>
+      <td>${esc(g.name)}${aside[g.name] ? ` <span class="pill bad" data-damaged-count="${aside[g.name]}" title="episodes set aside as damaged: see the Episodes tab">${aside[g.name]} damaged</span>` : ""}</td><td class="num">${int(g.episodes)}</td><td class="num">${int(g.steps)}</td>
       <td class="num">${pct(g.success_rate)}</td><td class="num">${num(g.mean_return)}</td><td class="num">${int(g.interventions)}</td>
       <td>${esc(g.cameras.join(", ") || "–")}${g.image_size ? ` <span class="muted">${g.image_size[0]}×${g.image_size[1]}</span>` : ""}</td>
       <td>${g.writer_active ? '<span class="pill ok">active</span>' : '<span class="muted">–</span>'}</td></tr>`).join("")
@@ -206,7 +249,9 @@ async function refreshOverview() {
 }
 
 async function readFailed(err) {
-  if (err instanceof ApiError && err.status === 401) {
+  if (err instanceof ApiError && err.status === 429) {
+    toast(`the server asks to wait${err.retryAfter ? ` ${err.retryAfter} s` : ""}: ${err.detail}`, "warn");
+  } else if (err instanceof ApiError && err.status === 401) {
     toast("this dashboard needs the token to read: set it", "error");
     if (await askToken()) location.reload();
   } else console.error(err);
@@ -242,8 +287,9 @@ async function loadEpisodes() {
       class="${state.selected === `${e.group}/${e.episode}` ? "selected" : ""}">
       <td>${esc(e.group)}</td><td class="num">${e.episode}</td><td class="num">${e.length}</td><td class="num">${num(e.episode_return)}</td>
       <td>${e.success ? '<span class="ok-mark">✓</span>' : '<span class="bad-mark">✗</span>'}</td>
+      <td>${e.label === true || e.label === false ? `<span class="label-mark ${e.label ? "ok-mark" : "bad-mark"}" data-label="${e.label}" title="the operator marked it a ${e.label ? "success" : "failure"} (recorded: ${e.success ? "success" : "failure"})">${e.label ? "✓" : "✗"} marked</span>` : ""}</td>
       <td class="num">${e.interventions || ""}</td><td class="num">${e.policy_version ?? ""}</td><td>${esc(e.domain)}</td>
-      <td class="num">${ago(e.wall_time_end, now)}</td></tr>`).join("") || '<tr><td colspan="9" class="muted">no episodes match</td></tr>';
+      <td class="num">${ago(e.wall_time_end, now)}</td></tr>`).join("") || '<tr><td colspan="10" class="muted">no episodes match</td></tr>';
   const last = Math.min(page.total, page.offset + page.items.length);
   $("#page-info").textContent = page.total ? `${page.offset + 1}–${last} of ${page.total}` : "0";
   $("#page-prev").disabled = state.page === 0;
@@ -258,11 +304,27 @@ $("#page-prev").onclick = () => { state.page = Math.max(0, state.page - 1); load
 $("#page-next").onclick = () => { state.page += 1; loadEpisodes(); };
 for (const id of ["#f-group", "#f-success", "#f-domain", "#f-policy"]) $(id).onchange = () => { state.page = 0; loadEpisodes(); };
 
-const player = new Player($("#player"));
+// episodes the store's readers set aside as damaged (not in the list above): shown, marked, with why
+function renderDamaged(items) {
+  const box = $("#damaged-list");
+  box.classList.toggle("hidden", !items.length);
+  $("#damaged-count").textContent = String(items.length);
+  $("#damaged-list tbody").innerHTML = items.map((d) => d.episode === null
+    ? `<tr class="damaged" data-damaged="${esc(d.group)}"><td>${esc(d.group)}</td><td class="num">all</td><td class="wrap">group not opened: ${esc(d.reason)}</td></tr>`
+    : `<tr class="damaged" data-damaged="${esc(d.group)}/${d.episode}" data-group="${esc(d.group)}" data-episode="${d.episode}"><td>${esc(d.group)}</td><td class="num">${d.episode}</td><td class="wrap">⚠ ${esc(d.reason)}</td></tr>`).join("");
+}
+$("#damaged-list tbody").onclick = (e) => {
+  const tr = e.target.closest("tr[data-group]");
+  if (tr) selectEpisode(tr.dataset.group, +tr.dataset.episode);
+};
+
+const player = new Player($("#player"), { runId: () => state.runId });
 async function selectEpisode(group, episode) {
   state.selected = `${group}/${episode}`;
   document.querySelectorAll("#episodes-table tbody tr").forEach((tr) => tr.classList.toggle("selected", `${tr.dataset.group}/${tr.dataset.episode}` === state.selected));
   $("#label-success").disabled = $("#label-failure").disabled = false;
+  // image URLs name the run (cached per run): wait briefly for its id on a fresh page
+  await Promise.race([runIdReady, new Promise((r) => setTimeout(r, 3000))]);
   try { await player.load(group, episode); } catch (err) { toast(`cannot load ${group}/${episode}: ${err.detail || err}`, "error"); }
 }
 for (const [id, ok] of [["#label-success", true], ["#label-failure", false]]) {
@@ -302,6 +364,7 @@ $("#smoothing").oninput = () => {
   charts.setOptions({ smoothing: +$("#smoothing").value });
 };
 $("#metric-filter").oninput = () => charts.filter($("#metric-filter").value);
+new CompareRuns($("#compare"), charts); // overlays the curves of runs beside this one
 let resizeFrame = 0;
 window.addEventListener("resize", () => {
   if (!resizeFrame) resizeFrame = requestAnimationFrame(() => { resizeFrame = 0; charts.drawAll(); storeCharts.drawAll(); });
@@ -322,9 +385,11 @@ async function loadStoreCurves() {
 }
 
 // -- live updates -----------------------------------------------------------------------------
-function setLive(on) {
+function setLive(on, why = "") {
   $("#live").className = `live ${on ? "on" : "off"}`;
   $("#live-text").textContent = on ? "live" : "reconnecting";
+  $("#live").title = why || "live updates";
+  robotPanel.setLive(on);
 }
 
 // Each part loads on its own: a failure in one (a chart, a bad file) never stops the others.
@@ -364,15 +429,18 @@ async function loadEvents() {
   }
 }
 
+const robotPanel = new RobotPanel($("#robot-panel"), { runId: () => runIdReady, consumer, showAlarm });
+
 function start() {
   const live = { pending: [], loaded: false };
   subscribe("/api/stream", {
-    hello: (h) => { state.episodesVersion = h.episodes_version; },
+    hello: (h) => { state.episodesVersion = h.episodes_version; setRunId(h.run_id); },
     overview: renderOverview,
     metrics: (m) => (live.loaded ? charts.addRows(m.rows) : live.pending.push(m.rows)),
     events: (e) => addEvents(e.items),
     episodes: () => {
       loadStoreCurves();
+      robotPanel.newestChanged();
       if ($("#tab-episodes").classList.contains("active")) loadEpisodes();
     },
     resync: () => location.reload(),

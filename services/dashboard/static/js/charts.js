@@ -86,6 +86,44 @@ export class Charts {
     this.later = new Set(); // open charts outside the viewport: drawn a few per task after the first frame
     this.draining = false;
     this.onIdle = null; // called once every open chart is drawn
+    this.overlays = new Map(); // run name -> {color, series: {metric: {step, time, value}}, t0, shifted}
+  }
+
+  // another run's series (from /api/runs/<name>/series) drawn on the charts of the metrics this run
+  // also has. On the wall-time axis it is shifted so that both runs start together.
+  setOverlay(run, color, resp) {
+    let t0 = Infinity;
+    for (const s of Object.values(resp.series)) if (s.time.length && s.time[0] < t0) t0 = s.time[0];
+    this.overlays.set(run, { color, series: resp.series, t0, shifted: new Map() });
+    this.drawAll();
+  }
+
+  removeOverlay(run) {
+    if (this.overlays.delete(run)) this.drawAll();
+  }
+
+  // this run's first wall time (the overlays' zero on the time axis)
+  _start() {
+    let t0 = Infinity;
+    for (const it of this.items.values()) if (it.time.length && it.time[0] < t0) t0 = it.time[0];
+    return t0;
+  }
+
+  _overlaySeries(it, timeMode, start) {
+    const out = [];
+    for (const [run, ov] of this.overlays) {
+      const s = ov.series[it.name];
+      if (!s || !s.step.length) continue;
+      let x = s.step;
+      if (timeMode) {
+        const shift = Number.isFinite(start) && Number.isFinite(ov.t0) ? start - ov.t0 : 0;
+        let c = ov.shifted.get(it.name);
+        if (!c || c.shift !== shift) ov.shifted.set(it.name, (c = { shift, x: s.time.map((t) => t + shift) }));
+        x = c.x;
+      }
+      out.push({ name: run, color: ov.color, x, y: s.value });
+    }
+    return out;
   }
 
   load(resp) {
@@ -311,13 +349,26 @@ export class Charts {
     // read every size first (one layout), then draw
     const sizes = items.map((it) => ({ W: it.chart.canvas.clientWidth, H: it.chart.canvas.clientHeight }));
     const marks = this._markers();
-    items.forEach((it, i) => this._draw(it, sizes[i], marks));
+    const start = this.overlays.size ? this._start() : NaN;
+    items.forEach((it, i) => this._draw(it, sizes[i], marks, start));
   }
 
-  _draw(it, size, marks) {
+  _draw(it, size, marks, start) {
     try {
-      const x = this.opts.xMode === "time" ? it.time : it.step;
-      it.chart.setSeries([{ name: "", color: it.color, x, y: it.value }]);
+      const timeMode = this.opts.xMode === "time";
+      const x = timeMode ? it.time : it.step;
+      const others = this.overlays.size ? this._overlaySeries(it, timeMode, start) : [];
+      it.chart.setSeries([{ name: others.length ? "this run" : "", color: it.color, x, y: it.value }, ...others]);
+      it.box.dataset.overlays = String(others.length);
+      const legendKey = others.map((o) => `${o.name}:${o.color}`).join("|");
+      if (legendKey !== (it.legendKey || "")) {
+        it.legendKey = legendKey;
+        const legend = it.box.querySelector(".legend");
+        legend.innerHTML = others.length
+          ? [{ name: "this run", color: it.color }, ...others].map((o) => `<span data-run="${esc(o.name)}"><i data-color="${o.color}"></i>${esc(o.name)}</span>`).join("")
+          : "";
+        legend.querySelectorAll("[data-color]").forEach((el) => { el.style.background = el.dataset.color; });
+      }
       it.chart.setMarkers(marks);
       const drawn = it.chart.draw(size);
       let last = null;

@@ -1,7 +1,7 @@
 // Episode player: per-camera views drawn from contact sheets, a scrubber, and the action,
 // reward and flag traces under the timeline. Optional "imagine" views from the world model.
 
-import { ApiError, getBitmap, getJSON } from "./api.js";
+import { ApiError, getBitmap, getJSON, retrying } from "./api.js";
 import { axisNum, esc, num, PALETTE } from "./format.js";
 
 const SHEET = 256; // frames per contact-sheet request (the server's default limit)
@@ -9,7 +9,9 @@ const STEP_PAGE = 4096;
 const VIEW_MAX = 300; // px: the longer side of a camera view on screen
 
 export class Player {
-  constructor(root, onStatus) {
+  // runId(): the run's id (run_id in /api/run) once known: image URLs carry it, so the browser
+  // caches them for this run only
+  constructor(root, { onStatus, runId } = {}) {
     this.el = {
       title: root.querySelector("#player-title"),
       meta: root.querySelector("#player-meta"),
@@ -25,6 +27,7 @@ export class Player {
       imagine: root.querySelector("#imagine-toggle"),
     };
     this.onStatus = onStatus;
+    this.runId = runId || (() => "");
     this.ep = null;
     this.t = 0;
     this.playing = false;
@@ -45,16 +48,29 @@ export class Player {
     });
   }
 
+  // `?run=<id>` (or `&run=`) for image URLs, empty until the run's id is known
+  _run(sep) {
+    const id = this.runId();
+    return id ? `${sep}run=${encodeURIComponent(id)}` : "";
+  }
+
   async load(group, episode) {
     const token = ++this.loadToken;
     this.pause();
     this.el.title.textContent = `${group} / ${episode}`;
     this.el.views.innerHTML = '<div class="muted">loading…</div>';
-    const detail = await getJSON(`/api/episodes/${group}/${episode}`);
+    let detail;
     const steps = {};
-    for (let start = 0; start < detail.length; start += STEP_PAGE) {
-      const page = await getJSON(`/api/episodes/${group}/${episode}/steps?start=${start}&stop=${start + STEP_PAGE}`);
-      for (const [k, v] of Object.entries(page.data)) (steps[k] ||= []).push(...v);
+    try {
+      detail = await getJSON(`/api/episodes/${group}/${episode}`);
+      for (let start = 0; start < detail.length; start += STEP_PAGE) {
+        const page = await getJSON(`/api/episodes/${group}/${episode}/steps?start=${start}&stop=${start + STEP_PAGE}`);
+        for (const [k, v] of Object.entries(page.data)) (steps[k] ||= []).push(...v);
+      }
+    } catch (err) {
+      if (token !== this.loadToken) return;
+      this._unavailable(group, episode, err);
+      throw err;
     }
     if (token !== this.loadToken) return;
     this.ep = { group, episode, detail, steps, views: {}, imagined: {} };
@@ -73,10 +89,34 @@ export class Player {
     }
   }
 
+  // the episode cannot be shown (damaged: 410, gone, ...): say so where the frames would be
+  _unavailable(group, episode, err) {
+    this.ep = null;
+    for (const b of [this.el.play, this.el.back, this.el.fwd, this.el.scrub]) b.disabled = true;
+    const damaged = err instanceof ApiError && err.status === 410;
+    this.el.title.textContent = `${group} / ${episode}${damaged ? " (damaged)" : ""}`;
+    this.el.meta.innerHTML = "";
+    this.el.views.innerHTML = "";
+    const msg = document.createElement("div");
+    msg.className = `msg${damaged ? " damaged" : ""}`;
+    msg.dataset.status = String(err.status || "");
+    msg.textContent = damaged
+      ? `This episode's stored data is damaged and set aside: ${err.detail}`
+      : `cannot load ${group}/${episode}: ${err instanceof ApiError ? err.detail : err}`;
+    this.el.views.appendChild(msg);
+    this.el.readout.textContent = "";
+    this.drawTraces();
+  }
+
   _renderMeta(d) {
     const ok = d.success ? '<span class="ok-mark">success</span>' : '<span class="bad-mark">failure</span>';
+    // the operator's verdict (a stored label) beside the recorded outcome
+    const verdict = d.label === true || d.label === false
+      ? `<span class="label-mark ${d.label ? "ok-mark" : "bad-mark"}" data-label="${d.label}">operator: ${d.label ? "success" : "failure"}</span>`
+      : "";
     const bits = [
-      ok,
+      `recorded ${ok}`,
+      verdict,
       `${d.length} steps`,
       `return ${num(d.episode_return)}`,
       `domain ${esc(d.domain)}`,
@@ -114,14 +154,35 @@ export class Player {
 
   async _loadSheets(token, cam) {
     const { group, episode, detail } = this.ep;
+    const view = this.ep.views[cam];
     for (let start = 0; start < detail.length; start += SHEET) {
       if (token !== this.loadToken) return;
       const count = Math.min(SHEET, detail.length - start);
-      const { bitmap, headers } = await getBitmap(`/api/episodes/${group}/${episode}/sheet/${encodeURIComponent(cam)}?start=${start}&count=${count}`);
+      const url = `/api/episodes/${group}/${episode}/sheet/${encodeURIComponent(cam)}?start=${start}&count=${count}${this._run("&")}`;
+      let got;
+      try {
+        got = await retrying(() => getBitmap(url), (s, _, n) => { view.where.textContent = `busy: retry in ${s} s`; view.box.dataset.retried = String(n); });
+      } catch (err) {
+        if (token === this.loadToken) this._viewError(view, err);
+        return;
+      }
       if (token !== this.loadToken) return;
-      this.ep.views[cam].sheets.push(sheetOf(bitmap, headers));
+      view.sheets.push(sheetOf(got.bitmap, got.headers));
       if (this.t >= start && this.t < start + count) this.drawFrame();
     }
+  }
+
+  // one view's frames failed (damaged episode: 410, refused, ...): a message in its place
+  _viewError(v, err) {
+    const msg = document.createElement("div");
+    const damaged = err instanceof ApiError && err.status === 410;
+    msg.className = `msg${damaged ? " damaged" : ""}`;
+    msg.dataset.status = String(err.status || "");
+    msg.textContent = damaged ? `damaged, set aside: ${err.detail}` : (err instanceof ApiError ? err.detail : String(err));
+    msg.style.width = `${v.canvas.width}px`;
+    msg.style.height = `${v.canvas.height}px`;
+    if (v.canvas.isConnected) v.canvas.replaceWith(msg);
+    v.where.textContent = damaged ? "damaged" : "";
   }
 
   async loadImagination() {
@@ -135,22 +196,23 @@ export class Player {
       const v = this._view(`imagine-${cam}`, `${cam} · imagined`, w, h, scale, "imagined");
       ep.imagined[cam] = v;
       const start = this.t;
+      const url = `/api/episodes/${ep.group}/${ep.episode}/imagine/${encodeURIComponent(cam)}?start=${start}&horizon=32`;
       try {
-        const { bitmap, headers } = await getBitmap(`/api/episodes/${ep.group}/${ep.episode}/imagine/${encodeURIComponent(cam)}?start=${start}&horizon=32`);
+        // the server runs one rollout at a time: a full queue answers 429 with Retry-After, shown and retried
+        const { bitmap, headers } = await retrying(() => getBitmap(url), (s, _, n) => {
+          v.where.textContent = `queue full: retry in ${s} s`;
+          v.box.dataset.retried = String(n);
+        });
+        if (ep !== this.ep || ep.imagined[cam] !== v) return; // another episode or toggle meanwhile
         v.sheets.push(sheetOf(bitmap, headers));
         v.where.textContent = `wm v${headers.get("X-WM-Version")}`;
       } catch (err) {
-        const msg = document.createElement("div");
-        msg.className = "msg";
-        msg.textContent = err instanceof ApiError ? err.detail : String(err);
-        msg.style.width = `${v.canvas.width}px`;
-        msg.style.height = `${v.canvas.height}px`;
-        v.canvas.replaceWith(msg);
-        v.where.textContent = "";
+        if (ep !== this.ep || ep.imagined[cam] !== v) return;
+        this._viewError(v, err);
         break;
       }
     }
-    this.drawFrame();
+    if (ep === this.ep) this.drawFrame();
   }
 
   toggle() { this.playing ? this.pause() : this.play(); }
