@@ -74,6 +74,46 @@ class DamagedItem(BaseModel):
     reason: str
 
 
+class ClusterNode(BaseModel):
+    node_id: str
+    ip: str | None
+    hostname: str | None
+    alive: bool = Field(description="false once Ray has lost the node")
+    head: bool = Field(description="the node that holds Ray's control store")
+    resources: dict[str, float] = Field(description="Ray resources of the node (memory left out)")
+
+
+class ClusterPart(BaseModel):
+    name: str = Field(description="the part of the trainer (world_model, learner, ...)")
+    state: str | None = Field(description="Ray's state of its actor (ALIVE, RESTARTING, DEAD, ...); null when Ray "
+                              "could not tell")
+    node_id: str | None
+    node_ip: str | None
+    hostname: str | None = Field(description="the hostname of the node its actor runs on")
+    node_alive: bool | None = Field(description="whether that node is alive in `nodes`; null when it is not listed")
+    pid: int | None
+    restarts: int | None = Field(description="times Ray restarted its actor")
+    actor: str | None
+    placement: str | None = Field(description="what the part asked for (GPU share, custom resource)")
+    generation: int | None = Field(description="times the trainer made the part again elsewhere")
+
+
+class ClusterView(BaseModel):
+    updated: float | None = Field(description="when the trainer last wrote RUN/nodes.json (its own clock)")
+    age_s: float | None = Field(None, description="seconds since `updated` (or since the file changed)")
+    stale: bool = Field(False, description="the file says the trainer runs but is older than 90 s")
+    modified: float | None = Field(description="the file's modification time")
+    running: bool | None = Field(description="false once the trainer has stopped")
+    address: str | None = Field(description="the Ray cluster's address, or `local`")
+    driver_node: str | None
+    nodes: list[ClusterNode]
+    parts: list[ClusterPart]
+    malformed: int = Field(0, description="entries of the wrong shape left out")
+    truncated: bool = Field(False, description="more than 256 nodes or parts: the first are shown")
+    error: str | None = Field(description="why the file is not shown (a symbolic link, too large, not JSON, "
+                              "nested deeper than 32 levels); nodes and parts are then empty")
+
+
 class RunOverview(BaseModel):
     run: str
     run_id: str = Field(
@@ -101,6 +141,10 @@ class RunOverview(BaseModel):
     damaged: list[DamagedItem] = Field(
         description="episodes the store's readers set aside as damaged (unreadable record, chunks that do not "
         "decode or do not match their checksums), and groups that could not be opened"
+    )
+    cluster: ClusterView | None = Field(
+        None, description="the Ray nodes and the node each part of the trainer runs on, from RUN/nodes.json; null "
+        "when there is no such file (the trainer has not run on Ray in this run directory)"
     )
 
 

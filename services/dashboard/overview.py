@@ -6,6 +6,7 @@ import os
 import time
 
 from services.dashboard.artifacts import list_policies, list_reports
+from services.dashboard.cluster import cluster_view
 from services.dashboard.data import RunData
 from services.dashboard.models import (
     ControlView,
@@ -143,4 +144,5 @@ def build_overview(
         reports=len(list_reports(data.run_dir)),
         recent_controls=control_views(control, controls),
         damaged=[DamagedItem(group=g, episode=e, reason=why[:500]) for g, e, why in data.damaged()],
+        cluster=cluster_view(data.run_dir, now),
     )

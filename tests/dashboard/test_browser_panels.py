@@ -2,8 +2,8 @@
 image URLs that name the run, the operator's labels beside the recorded outcome, damaged episodes
 shown and a 410 as a per-item message, a 429 shown and retried, the token length checked in the
 dialog, the live robot panel (its figures, its alarms, camera stills and the MJPEG replay), the
-config view, and the curves of the runs beside this one overlaid (with the new endpoints' limits
-and symbolic-link refusals)."""
+config view, the curves of the runs beside this one overlaid (with the new endpoints' limits
+and symbolic-link refusals), and the Ray cluster table (the node each part of the trainer runs on)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ from services.dashboard import DashboardSettings, create_app  # noqa: E402
 from services.dashboard.server import BackgroundServer  # noqa: E402
 from tests.dashboard.conftest import TOKEN  # noqa: E402
 from tests.dashboard.rundata import make_run  # noqa: E402
+from tests.dashboard.test_cluster_view import WORKER, nodes_doc  # noqa: E402
 from tests.dashboard.test_damaged import _chunk  # noqa: E402
+from worldsample.atomic import atomic_write_json  # noqa: E402
 from worldsample.runlog import MetricsWriter  # noqa: E402
 from worldsample.runlog.status import RobotState, ServiceState, StatusFile  # noqa: E402
 from worldsample.store.labels import LabelLog  # noqa: E402
@@ -390,3 +392,41 @@ def test_runs_side_by_side(browser, side):
         t.pg.uncheck(pick)
         t.pg.wait_for_selector(f'{box}[data-overlays="0"]')
         assert not t.errors, t.errors
+
+
+def test_the_ray_cluster_table(browser, side):
+    """Hidden without RUN/nodes.json; once the trainer writes it, each part's node, its state and
+    restarts, with a part not ALIVE and a lost node marked."""
+    nodes = side.run / "nodes.json"
+    nodes.unlink(missing_ok=True)
+    try:
+        with Page(browser) as t:
+            t.pg.goto(side.url + "/")
+            t.pg.wait_for_function("() => document.querySelector('#run-name').textContent === 'run-b'")
+            assert t.pg.get_attribute("#cluster-panel", "data-state") == "none"
+            assert t.pg.is_hidden("#cluster-panel")
+            atomic_write_json(nodes, nodes_doc(time.time(), worker_alive=False, wm_state="RESTARTING"))
+            wm = '#cluster-parts tr[data-part="world_model"]'
+            t.pg.wait_for_selector(wm, timeout=10_000)
+            assert t.pg.is_visible("#cluster-panel")
+            assert t.pg.inner_text(f"{wm} td[data-node]").split() == ["gpu-two", "10.0.0.6", "node", "lost"]
+            assert t.pg.get_attribute(wm, "data-alive") == "false"
+            assert "bad" in t.pg.get_attribute(f'{wm} [data-state="RESTARTING"]', "class")
+            assert t.pg.inner_text(f"{wm} td.num") == "1"
+            learner = '#cluster-parts tr[data-part="learner"]'
+            assert t.pg.inner_text(f"{learner} td[data-node]").split() == ["gpu-box", "10.0.0.5"]
+            assert "ok" in t.pg.get_attribute(f'{learner} [data-state="ALIVE"]', "class")
+            lost = f'#cluster-nodes tr[data-node-id="{WORKER}"]'
+            assert t.pg.get_attribute(lost, "data-alive") == "false" and "lost" in t.pg.inner_text(lost)
+            # a torn file: the panel says why and shows no parts
+            nodes.write_text('{"nodes": [')
+            t.pg.wait_for_selector('#cluster-panel[data-state="error"]', timeout=10_000)
+            assert "not valid JSON" in t.pg.inner_text("#cluster-note")
+            assert t.pg.query_selector(wm) is None
+            # gone again: hidden
+            nodes.unlink()
+            t.pg.wait_for_selector('#cluster-panel[data-state="none"]', state="attached", timeout=10_000)
+            assert t.pg.is_hidden("#cluster-panel")
+            assert not t.errors, t.errors
+    finally:
+        nodes.unlink(missing_ok=True)

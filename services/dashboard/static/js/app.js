@@ -4,7 +4,7 @@ import { ApiError, earlyJSON, getJSON, MIN_TOKEN_LENGTH, postJSON, retrying, sub
 import { Charts, MARK_LEGEND, StoreCharts } from "./charts.js";
 import { ago, bytes, clock, esc, int, num, pct } from "./format.js";
 import { Player } from "./player.js";
-import { CompareRuns, loadConfig, RobotPanel } from "./panels.js";
+import { CompareRuns, loadConfig, renderCluster, RobotPanel } from "./panels.js";
 
 const $ = (sel) => document.querySelector(sel);
 const state = { overview: null, page: 0, pageSize: 40, selected: null, episodesVersion: -1, runId: "" };
@@ -204,6 +204,7 @@ function renderOverview(ov) {
   try { renderSafety(ov); } catch (err) { console.error("safety view:", err); } // first: the alarms
   try { robotPanel.update(ov); } catch (err) { console.error("robot panel:", err); }
   try { renderDamaged(ov.damaged || []); } catch (err) { console.error("damaged list:", err); }
+  try { renderCluster($("#cluster-panel"), ov.cluster ?? null); } catch (err) { console.error("cluster view:", err); }
   $("#run-name").textContent = ov.run;
   const phase = $("#phase");
   phase.textContent = ov.paused && ov.phase !== "paused" ? `${ov.phase} · paused` : ov.phase;

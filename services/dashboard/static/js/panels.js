@@ -1,4 +1,4 @@
-// The live robot panel, the runs-side-by-side picker and the config view.
+// The live robot panel, the Ray cluster table, the runs-side-by-side picker and the config view.
 //
 // The robot panel shows what the API provides: the bridge's entry and `robot` in RUN/status.json
 // (through the overview), the newest stored episode and its frames (stills, or its replay as
@@ -171,6 +171,43 @@ export class RobotPanel {
     this.el.camNote.textContent = `Recorded frames of the newest stored episode (ended ${ago(ep.wall_time_end)} ago), not a live feed: `
       + "the bridge does not publish its cameras to the run directory.";
   }
+}
+
+// -- the Ray cluster: the nodes and the node each part of the trainer runs on ------------------
+// From the overview's `cluster` (RUN/nodes.json, written by the trainer on Ray); hidden when it is
+// null. A part whose actor is not ALIVE, or whose node is lost, and a lost node are marked red.
+export function renderCluster(root, c) {
+  root.classList.toggle("hidden", !c);
+  if (!c) { root.dataset.state = "none"; return; }
+  const note = root.querySelector("#cluster-note");
+  const age = Number.isFinite(c.age_s) ? `${num(c.age_s, 0)} s ago` : "at an unknown time";
+  note.textContent = c.error ? c.error : [
+    `written ${age}`,
+    c.address ? `cluster ${c.address}` : "",
+    c.running === false ? "the trainer has stopped: its last view" : "",
+    c.stale ? "stale: the trainer's driver has not rewritten it for over 90 s" : "",
+    c.malformed ? `${c.malformed} malformed entries left out` : "",
+    c.truncated ? "the first 256 shown" : "",
+  ].filter(Boolean).join(" · ");
+  note.classList.toggle("error", !!c.error || c.stale);
+  root.dataset.state = c.error ? "error" : c.stale ? "stale" : c.running === false ? "stopped" : "running";
+  const node = (host, ip) => host || ip ? `${esc(host || ip)}${host && ip ? ` <span class="muted">${esc(ip)}</span>` : ""}` : '<span class="muted">–</span>';
+  root.querySelector("#cluster-parts tbody").innerHTML = c.parts.map((p) => {
+    const alive = p.state === "ALIVE";
+    const title = [p.actor && `actor ${p.actor}`, p.pid !== null && `pid ${p.pid}`, p.node_id && `node ${p.node_id}`,
+      p.generation ? `made again elsewhere ${p.generation}×` : ""].filter(Boolean).join(", ");
+    return `<tr data-part="${esc(p.name)}" data-alive="${alive && p.node_alive !== false}" title="${esc(title)}">
+      <td>${esc(p.name)}</td>
+      <td data-node>${node(p.hostname, p.node_ip)}${p.node_alive === false ? ' <span class="pill bad" data-node-lost>node lost</span>' : ""}</td>
+      <td><span class="pill ${alive ? "ok" : "bad"}" data-state="${esc(p.state || "")}">${esc(p.state || "unknown")}</span></td>
+      <td class="num">${p.restarts ?? "–"}</td><td class="wrap">${esc(p.placement || "–")}</td></tr>`;
+  }).join("") || `<tr><td colspan="5" class="muted">${c.error ? "not shown" : "no parts listed"}</td></tr>`;
+  root.querySelector("#cluster-nodes tbody").innerHTML = c.nodes.map((n) => `<tr data-node-id="${esc(n.node_id)}" data-alive="${n.alive}" title="node ${esc(n.node_id)}">
+      <td>${esc(n.hostname || n.node_id.slice(0, 8))}</td><td>${esc(n.ip || "–")}</td>
+      <td>${n.head ? "head" : "worker"}${n.node_id === c.driver_node ? " · driver" : ""}</td>
+      <td><span class="pill ${n.alive ? "ok" : "bad"}">${n.alive ? "alive" : "lost"}</span></td>
+      <td class="wrap">${esc(Object.entries(n.resources).map(([k, v]) => `${k} ${num(v)}`).join(" · "))}</td></tr>`).join("")
+    || `<tr><td colspan="5" class="muted">${c.error ? "not shown" : "no nodes listed"}</td></tr>`;
 }
 
 // -- runs side by side: the curves of runs beside this one, overlaid --------------------------
