@@ -49,6 +49,7 @@ def profile(rate: float) -> dict:
         "joints": {"topic": "/joint_states", "names": ["hand_x", "hand_y", "hand_z", "gripper"], "rate_hz": 500},
         "action": {"low": [-1] * 4, "high": [1] * 4, "hold": [0] * 4},
         "episode": {"max_steps": int(rate * 5), "reset_timeout_s": 10, "chunk_len": 8},
+        "reset": {"strategy": "handshake"},  # sim-robot answers the reset handshake
         "sim": {"images": "synthetic"},
     }
 

@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from rich.markup import escape
 
 from robot_bridge.codec import String, array_msg, encode
 from robot_bridge.core import decoders
@@ -130,7 +131,9 @@ def status_text(st: dict) -> str:
     eps = st["episodes"]
     rx = " ".join(f"{k}:{v['accepted']}" + (f"[red](-{sum(v['rejected'].values())})[/]" if v["rejected"] else "")
                   for k, v in st["topics"].items())
-    fault = f" [red]{st['fault']}[/]" if st.get("fault") else ""
+    fault = f" [red]{escape(st['fault'])}[/]" if st.get("fault") else ""
+    if not fault and st.get("stale_causes"):
+        fault = " [yellow]" + escape("; ".join(st["stale_causes"].values())) + "[/]"
     return (
         f"[bold]{st['state']}[/]{fault} step {st['step']} | policy v{st['policy_version']} | "
         f"episodes {eps['committed']} kept, {eps['discarded']} dropped | "
@@ -143,6 +146,7 @@ def run_bridge(profile: RobotProfile, run_dir: Path, transport: Transport, stop:
     import sys
 
     from robot_bridge.console import StatusLine
+    from robot_bridge.keys import HELP, KeyReader
     from robot_bridge.run_link import RunLink
 
     # The loop thread competes for the GIL with DDS callbacks and the recorder; a shorter switch
@@ -150,6 +154,11 @@ def run_bridge(profile: RobotProfile, run_dir: Path, transport: Transport, stop:
     sys.setswitchinterval(0.0005)
     bridge = Bridge(profile, run_dir, transport)
     RunLink(Path(run_dir), bridge.controller).start(stop)  # dashboard requests in, robot state out
+    keys = None
+    if profile.reset.keys and KeyReader.available():
+        keys = KeyReader(bridge.controller)
+        keys.start(stop)
+        print(f"bridge: reset strategy {profile.reset.strategy}; {HELP}", file=sys.stderr, flush=True)
     if duration is not None:
         timer = threading.Timer(duration, stop.set)
         timer.daemon = True
@@ -157,6 +166,8 @@ def run_bridge(profile: RobotProfile, run_dir: Path, transport: Transport, stop:
     with StatusLine(status_line) as line:
         bridge.run(stop, on_tick=partial(_refresh, line, bridge))
         line.update(status_text(bridge.last_status))
+    if keys is not None:
+        keys.join()  # gives the terminal back
     stats = bridge.stats()
     if stats_out is not None:
         Path(stats_out).write_text(json.dumps(stats, indent=2, default=str))

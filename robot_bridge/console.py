@@ -19,7 +19,7 @@ class StatusLine:
 
     def update(self, text: str) -> None:
         if self._live is not None:
-            self._live.update(Text.from_markup(text))
+            self._live.update(Text.from_markup(text, emoji=False))  # "stale:x:" is not an emoji
 
     def __enter__(self) -> StatusLine:
         if self._live is not None:

@@ -135,6 +135,54 @@ class EpisodeSpec(_Strict):
         "names (`worldsample eval policies --recommend` or the trainer's scoring; latest until there is one)")
 
 
+class HomeSpec(_Strict):
+    """The `home` reset: drive an observed pose to `pose` through the action topic, then settle."""
+
+    key: str = Field("proprio", description="observation key holding the pose (e.g. the joint stream's key)")
+    pose: list[float] = Field(min_length=1, description="home values of the observation entries in `indices`")
+    indices: list[int] | None = Field(None, description="entries of the observation compared; the first len(pose)")
+    action_indices: list[int] | None = Field(
+        None, description="action entries that drive them; the first len(pose). The other entries send `hold`"
+    )
+    mode: Literal["delta", "absolute"] = Field(
+        "delta", description="delta: action = gain * (pose - observed), for velocity/delta arms; absolute: the pose"
+    )
+    gain: float = Field(1.0, gt=0)
+    tolerance: float = Field(0.02, gt=0, description="max |pose - observed| over the entries that counts as home")
+    settle_s: float = Field(0.5, ge=0, description="time held within tolerance (sending `hold`) before the episode")
+
+    @model_validator(mode="after")
+    def _lengths(self) -> HomeSpec:
+        n = len(self.pose)
+        for name in ("indices", "action_indices"):
+            v = getattr(self, name)
+            if v is not None and len(v) != n:
+                raise ValueError(f"reset.home.{name} needs one entry per pose value ({n})")
+        return self
+
+
+class ResetSpec(_Strict):
+    """How the scene is reset between episodes and who says an episode starts.
+
+    operator: a person resets the scene and starts the episode (the terminal's keys, the command
+    topic, the robot event topic or the dashboard); the episode begins once every required stream
+    is fresh. handshake: the bridge sends `reset` on control.robot_command and waits for the
+    robot's `reset_done` on control.robot_event. home: the bridge drives to `home.pose` through the
+    action topic until within tolerance, holds for `home.settle_s`, then begins.
+    The reset fails (a fault naming the cause) after episode.reset_timeout_s.
+    """
+
+    strategy: Literal["operator", "handshake", "home"] = "operator"
+    home: HomeSpec | None = None
+    keys: bool = Field(True, description="read single keys from the bridge's terminal (when it has one)")
+
+    @model_validator(mode="after")
+    def _home(self) -> ResetSpec:
+        if self.strategy == "home" and self.home is None:
+            raise ValueError("reset.strategy home needs a reset.home section (key, pose, tolerance, ...)")
+        return self
+
+
 class SimSpec(_Strict):
     """Only read by `sim-robot`."""
 
@@ -156,6 +204,7 @@ class RobotProfile(_Strict):
     action: ActionSpec
     control: ControlTopics = ControlTopics()
     episode: EpisodeSpec = EpisodeSpec()
+    reset: ResetSpec = ResetSpec()
     sim: SimSpec = SimSpec()
 
     @model_validator(mode="after")
@@ -168,7 +217,21 @@ class RobotProfile(_Strict):
             raise ValueError(f"a topic is used twice: {topics}")
         if not keys:
             raise ValueError("a profile needs at least one sensor stream")
+        home = self.reset.home
+        if home is not None:
+            spec = self.obs_specs().get(home.key)
+            if spec is None or len(spec.shape) != 1:
+                raise ValueError(f"reset.home.key {home.key!r} is not a vector observation key of this profile")
+            idx = home.indices or list(range(len(home.pose)))
+            aidx = home.action_indices or list(range(len(home.pose)))
+            if any(not 0 <= i < spec.shape[0] for i in idx):
+                raise ValueError(f"reset.home indices {idx} out of range for {home.key} (size {spec.shape[0]})")
+            if any(not 0 <= i < self.action.dim for i in aidx):
+                raise ValueError(f"reset.home action_indices {aidx} out of range (action size {self.action.dim})")
         return self
+
+    def topic_of(self, key: str) -> str:
+        return next(s.topic for s in self.streams if s.key == key)
 
     @property
     def streams(self) -> list[CameraStream | JointStream | VectorStream | WrenchStream]:

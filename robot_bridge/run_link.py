@@ -45,7 +45,8 @@ class RunLink:
             transport=self.transport_name,
             control_hz=float(self.ctl.p.control_rate_hz),
         )
-        self.status.heartbeat(CONSUMER, detail=f"episode state {sm.state.value}", robot=robot)
+        fault = f"; fault: {self.ctl.fault}" if self.ctl.fault else ""
+        self.status.heartbeat(CONSUMER, detail=f"episode state {sm.state.value}{fault}"[:2000], robot=robot)
 
     def start(self, stop: threading.Event) -> None:
         def loop() -> None:

@@ -30,6 +30,7 @@ from robot_bridge.profile import RobotProfile
 
 log = logging.getLogger(__name__)
 COMMANDS = ("start", "stop", "success", "failure", "rerecord", "clear_fault")
+EVENT_COMMANDS = ("start", "stop", "success", "failure")  # a driver's button may send these on robot_event
 RESEND_RESET_NS = 1_000_000_000
 
 
@@ -54,6 +55,8 @@ class Controller:
         self._reset_done: tuple[int, int] | None = None  # (reset_id, stamp_ns)
         self._reset_id = 0
         self._reset_t0 = self._reset_sent = 0
+        self._home_since: int | None = None  # when the arm came within tolerance of home
+        self._home_err = float("inf")
         self.fault: str | None = None
         self.last_outcome: str | None = None
         self.refused: deque[str] = deque(maxlen=5)
@@ -107,6 +110,10 @@ class Controller:
         self.estop = True
         self.out.action(self.limiter.hold)
 
+    def release_estop(self) -> None:
+        """The operator's release (a key): like `false` on the e-stop topic."""
+        self.estop = False
+
     def on_estop(self, raw: bytes, recv_ns: int) -> None:
         msg = self._decode("estop", raw, "std_msgs/msg/Bool")
         if msg is not None:
@@ -129,9 +136,18 @@ class Controller:
     def on_robot_event(self, raw: bytes, recv_ns: int) -> None:
         msg = self._decode("robot_event", raw, "std_msgs/msg/String")
         try:
-            ev = json.loads(msg.data) if msg is not None else {}
+            if msg is None:
+                ev = {}
+            elif msg.data.lstrip().startswith("{"):
+                ev = json.loads(msg.data)
+            else:  # a bare word
+                ev = {"event": msg.data.strip()}
             if ev.get("event") == "reset_done":
                 self._reset_done = (int(ev["reset_id"]), int(ev["stamp_ns"]))
+            elif ev.get("event") in EVENT_COMMANDS:  # the operator's button on the robot side
+                self._commands.put({"cmd": ev["event"]})
+            elif msg is not None:
+                raise ValueError(ev.get("event"))
         except (ValueError, KeyError, TypeError, AttributeError):
             self.counters["robot_event"].rejected["bad_event"] += 1
 
@@ -234,7 +250,9 @@ class Controller:
     def _request_reset(self, now: int) -> None:
         self._reset_id += 1
         self._reset_t0 = now
-        self._send_reset(now)
+        self._home_since, self._home_err = None, float("inf")
+        if self.p.reset.strategy == "handshake":
+            self._send_reset(now)
 
     def _send_reset(self, now: int) -> None:
         self._reset_sent = now
@@ -251,15 +269,26 @@ class Controller:
 
     def _tick_resetting(self, now: int) -> None:
         if now - self._reset_t0 > self.p.episode.reset_timeout_s * 1e9:
-            return self._fault("reset_timeout", now)
-        done = self._reset_done
-        if done is None or done[0] != self._reset_id:
-            if now - self._reset_sent > RESEND_RESET_NS:  # the robot may not have matched us yet
-                self._send_reset(now)
-            return
+            return self._fault(self._reset_cause(now), now)
+        strategy = self.p.reset.strategy
+        if strategy == "handshake":
+            done = self._reset_done
+            if done is None or done[0] != self._reset_id:
+                if now - self._reset_sent > RESEND_RESET_NS:  # the robot may not have matched us yet
+                    self._send_reset(now)
+                return
+            fresh_after = done[1]
+        elif strategy == "home":
+            if not self._tick_home(now):
+                return
+            fresh_after = self._home_since
+        else:  # operator: the scene is reset; begin once every required stream is fresh
+            if self._stale(now):
+                return
+            fresh_after = 0
         for key, inp in self.inputs.items():  # wait for data from after the reset
             s = inp.buffer.latest()
-            if self._required(key) and (s is None or s.stamp_ns < done[1]):
+            if self._required(key) and (s is None or s.stamp_ns < fresh_after):
                 return
         self.sm.fire(Event.RESET_DONE)
         self._ep_start, self.steps, self._pending = now, 0, None
@@ -268,6 +297,64 @@ class Controller:
         self.limiter.reset()
         self.recorder.begin()
         self._tick_active(now)
+
+    def _tick_home(self, now: int) -> bool:
+        """One step of the `home` reset; True once the arm has been within tolerance for settle_s."""
+        home = self.p.reset.home
+        inp = self.inputs.get(home.key)
+        s = inp.buffer.latest() if inp is not None else None
+        if s is None or now - s.stamp_ns > self.p.staleness_ms * 1e6:
+            self.out.action(self.limiter.hold)
+            return False
+        n = len(home.pose)
+        idx = home.indices or list(range(n))
+        aidx = home.action_indices or list(range(n))
+        err = np.asarray(home.pose, np.float32) - np.asarray(s.value, np.float32)[idx]
+        self._home_err = float(np.abs(err).max())
+        if self._home_err <= home.tolerance:
+            if self._home_since is None:
+                self._home_since = now
+            self.out.action(self.limiter(self.limiter.hold))
+            return now - self._home_since >= home.settle_s * 1e9
+        self._home_since = None
+        a = np.array(self.limiter.hold, np.float32)
+        a[aidx] = home.gain * err if home.mode == "delta" else np.asarray(home.pose, np.float32)
+        self.out.action(self.limiter(a))
+        return False
+
+    # -- fault causes --------------------------------------------------------------------------------
+    def _stream_cause(self, key: str, now: int) -> str:
+        """Why a required stream has no usable recent sample, in words."""
+        inp = self.inputs[key]
+        topic = self.p.topic_of(key)
+        what = "frame" if key.startswith("image_") else "message"
+        s, rej = inp.buffer.latest(), inp.last_reject
+        if rej is not None and (s is None or rej[1] > s.recv_ns):
+            return f"no valid {what} on {topic}: {rej[0]}"
+        if inp.counters.received == 0:
+            extra = self.status_extra() if self.status_extra is not None else {}
+            ev = extra.get("qos_events", {}).get(topic, {})
+            if ev.get("incompatible_qos"):
+                return f"no {what} on {topic}: QoS mismatch (the publisher's QoS does not match the profile's)"
+            return f"no {what} on {topic} (is the driver publishing it? check topic name and QoS)"
+        age = (now - s.stamp_ns) / 1e6 if s is not None else float("inf")
+        return f"{topic} silent for {age:.0f} ms (stamp age; the profile allows {self.p.staleness_ms:.0f} ms)"
+
+    def _reset_cause(self, now: int) -> str:
+        """The fault when a reset did not finish in time: a stream's cause first, else the strategy's."""
+        stale = self._stale(now)
+        if stale:
+            return self._stream_cause(stale[0], now)
+        limit = self.p.episode.reset_timeout_s
+        strategy = self.p.reset.strategy
+        if strategy == "handshake":
+            return (f"reset_timeout: no reset_done for reset {self._reset_id} on {self.p.control.robot_event} "
+                    f"within {limit:g} s (the robot must answer {self.p.control.robot_command})")
+        if strategy == "home":
+            home = self.p.reset.home
+            return (f"home_timeout: {home.key} still {self._home_err:.3g} from home (tolerance {home.tolerance:g}) "
+                    f"after {limit:g} s")
+        return f"reset_timeout: streams not fresh within {limit:g} s"
 
     # -- one step of an episode -------------------------------------------------------------------
     def _required(self, key: str) -> bool:
@@ -301,7 +388,7 @@ class Controller:
             self._pending["success"], self._pending["reward"] = success, float(success)
         stale = self._stale(now)
         if stale:
-            return self._fault("stale:" + ",".join(stale), now)
+            return self._fault("stale:" + ",".join(stale) + ": " + self._stream_cause(stale[0], now), now)
         if success and self.p.episode.end_on_success:
             return self._finish("success", Event.END, now)
         if self.steps >= self.p.episode.max_steps:
@@ -367,6 +454,7 @@ class Controller:
             "stamp_ns": now,
             "state": self.sm.state.value,
             "fault": self.fault,
+            "reset": self.p.reset.strategy,
             "estop": self.estop,
             "step": self.steps,
             "last_outcome": self.last_outcome,
@@ -375,7 +463,8 @@ class Controller:
             "episodes": {"committed": rs.committed, "discarded": rs.discarded, "spoiled": rs.spoiled,
                          "overruns": rs.overruns, "last": rs.last_episode},
             "recorder_backlog": self.recorder.backlog,
-            "stale": self._stale(now),
+            "stale": (stale := self._stale(now)),
+            "stale_causes": {k: self._stream_cause(k, now) for k in stale},
             "topics": {inp.key: inp.counters.as_dict() for inp in self.inputs.values()}
             | {k: c.as_dict() for k, c in self.counters.items()},
             "actions": {"clipped": self.limiter.clipped, "non_finite": self.limiter.non_finite},

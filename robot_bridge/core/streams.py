@@ -85,6 +85,7 @@ class StreamInput:
         self.buffer = StreamBuffer(depth)
         self.counters = TopicCounters()
         self.on_sample: Callable[[str, Sample], None] | None = None
+        self.last_reject: tuple[str, int] | None = None  # (why, receive ns) of the newest rejected message
 
     def __call__(self, raw: bytes, recv_ns: int) -> None:
         t0 = time.thread_time()
@@ -98,11 +99,13 @@ class StreamInput:
             self.counters.accepted += 1
             if stamp is not None:
                 self.counters.transport_ms.append((recv_ns - stamp) / 1e6)
-        except DecodeError:
+        except DecodeError as e:
             self.counters.rejected["malformed"] += 1
+            self.last_reject = (f"malformed message ({e})", recv_ns)
             return
         except MessageRejected as e:
             self.counters.rejected[e.reason] += 1
+            self.last_reject = (str(e).removeprefix(e.reason + ": "), recv_ns)
             return
         finally:
             self.counters.cpu_s += time.thread_time() - t0
