@@ -12,10 +12,17 @@ message stamped at or before it. Without episode markers the whole bag is one ep
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 import re
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -33,10 +40,12 @@ from robot_bridge.codec import (
     decode,
     encode,
 )
-from robot_bridge.core.streams import StreamInput
-from robot_bridge.errors import BagError, DecodeError
+from robot_bridge.core.limits import ActionLimiter
+from robot_bridge.core.streams import StreamInput, TopicCounters
+from robot_bridge.errors import BagError, DecodeError, MessageRejected
 from robot_bridge.profile import CameraStream, JointStream, RobotProfile, VectorStream, stream_typename
 from worldsample.store import EpisodeRecord, EpisodeStore, GroupSchema
+from worldsample.store.layout import store_path
 
 EPISODE_TOPIC, STEP_TOPIC = "/worldsample/episode", "/worldsample/step"
 STRING = "std_msgs/msg/String"
@@ -86,24 +95,66 @@ def _stream_message(s, value: np.ndarray, stamp: int):
     return WrenchStamped(header=h, wrench=Wrench(Vector3(*v[:3]), Vector3(*v[3:])))
 
 
+def check_export_schema(store: EpisodeStore, group: str, profile: RobotProfile) -> None:
+    """The profile must describe the group's data (same observation keys, shapes and action size)."""
+    have = store.schema(group)
+    want = GroupSchema.build(profile.obs_specs(), profile.action.dim, have.chunk_len)
+    if have.compatible_with(want):
+        return
+    def desc(s: GroupSchema, k: str) -> str:
+        return "absent" if k not in s.keys else f"{s.keys[k].dtype}{list(s.keys[k].shape)}"
+    diff = [f"{k}: store {desc(have, k)}, profile {desc(want, k)}" for k in sorted(set(have.keys) | set(want.keys))
+            if have.keys.get(k) != want.keys.get(k)]
+    raise BagError(f"profile {profile.name!r} does not match group {group!r} of {store.run_dir}: "
+                   + ("; ".join(diff) or "observation keys are in another order") + "; nothing written")
+
+
+def _step_times(rec: EpisodeRecord, period: int) -> list[int]:
+    """Tick times of an episode: the bag's own for an imported one, else t0 + k * period."""
+    offsets = rec.extra.get("step_offsets_ns")
+    t0 = int(rec.extra.get("t0_ns") or rec.wall_time_start * 1e9)
+    if isinstance(offsets, list) and len(offsets) == rec.length:
+        return [t0 + int(o) for o in offsets]
+    return [t0 + k * period for k in range(rec.length)]
+
+
 def export_bag(run_dir: Path, out: Path, profile: RobotProfile, episodes: list[int] | None = None,
                group: str | None = None, storage: str = "mcap", distro: str = "jazzy") -> int:
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    """Write episodes of `run_dir` as a new rosbag2 at `out`, built in a temporary directory next to it
+    and renamed into place at the end: a failure leaves nothing at `out`."""
+    from rosbags.rosbag2 import StoragePlugin
 
     plugins = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
     if storage not in plugins:
         raise BagError(f"storage {storage!r}: use mcap or sqlite3")
-    if Path(out).exists():
+    out = Path(out)
+    if out.exists() or out.is_symlink():
         raise BagError(f"{out} exists; rosbag2 writes a new directory")
+    if not out.parent.is_dir():
+        raise BagError(f"{out.parent} is not a directory; the bag is written as a new directory inside one")
     group = group or profile.episode.group
-    reader = EpisodeStore(run_dir).reader(group, cache=False)
+    store = EpisodeStore(run_dir)
+    check_export_schema(store, group, profile)
+    reader = store.reader(group, cache=False)
     records = {r.episode: r for r in reader.episode_records()}
     wanted = sorted(records) if episodes is None else episodes
     missing = [e for e in wanted if e not in records]
     if missing:
         raise BagError(f"episodes {missing} are not committed in group {group!r} of {run_dir}")
     ts = _typestore(distro)
-    with Writer(out, version=9, storage_plugin=plugins[storage]) as w:
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    try:
+        _write_bag(tmp / out.name, plugins[storage], ts, profile, reader, records, wanted)
+        os.rename(tmp / out.name, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return len(wanted)
+
+
+def _write_bag(path: Path, plugin, ts, profile: RobotProfile, reader, records, wanted: list[int]) -> None:
+    from rosbags.rosbag2 import Writer
+
+    with Writer(path, version=9, storage_plugin=plugin) as w:
         conns = {s.key: w.add_connection(s.topic, stream_typename(s), typestore=ts) for s in profile.streams}
         c_action = w.add_connection(profile.action.topic, profile.action.type, typestore=ts)
         c_episode = w.add_connection(EPISODE_TOPIC, STRING, typestore=ts)
@@ -112,122 +163,375 @@ def export_bag(run_dir: Path, out: Path, profile: RobotProfile, episodes: list[i
         for eid in wanted:
             rec, data = records[eid], reader.episode(eid)
             period = int(1e9 / rec.extra.get("control_rate_hz", profile.control_rate_hz))
-            t0 = max(int(rec.extra.get("t0_ns") or rec.wall_time_start * 1e9), t_free)
+            times = _step_times(rec, period)
+            shift = max(0, t_free - times[0])  # episodes never overlap in the bag
+            times = [t + shift for t in times]
             marker = rec.model_dump(mode="json", exclude={"start", "checksums"})
-            w.write(c_episode, t0 - 1, encode(String(json.dumps({"event": "start", "record": marker}))))
-            for k in range(rec.length):
-                t = t0 + k * period
+            w.write(c_episode, times[0] - 1, encode(String(json.dumps({"event": "start", "record": marker}))))
+            for k, t in enumerate(times):
                 for s in profile.streams:
                     w.write(conns[s.key], t, encode(_stream_message(s, data[s.key][k], t)))
                 w.write(c_action, t, encode(array_msg(profile.action.type, data["action"][k], "action")))
                 flags = {f: (bool(data[f][k]) if f != "reward" else float(data[f][k]))
                          for f in ("reward", "done", "success", "intervention")}
+                last = k == rec.length - 1
+                flags["truncated"] = last and not flags["done"]
                 w.write(c_step, t, encode(String(json.dumps({"episode": eid, "step": k, **flags}))))
-            t_end = t0 + rec.length * period
-            w.write(c_episode, t_end - 1, encode(String(json.dumps({"event": "end", "episode": eid}))))
-            t_free = t_end + period  # no two markers share a timestamp
-    return len(wanted)
+            w.write(c_episode, times[-1] + 1, encode(String(json.dumps({"event": "end", "episode": eid}))))
+            t_free = times[-1] + period  # no two markers share a timestamp
 
 
 # -- import ---------------------------------------------------------------------------------------
+@dataclass
+class ImportOptions:
+    """How an import treats what does not fit the profile (`bag import` options)."""
+
+    strict: bool = False  # any rejected message fails the import (nothing is kept)
+    allow_duplicate: bool = False  # import a bag whose content hash is already in the group
+    action_limits: Literal["clip", "reject"] = "clip"  # out-of-limit actions: clipped (counted) or the step dropped
+    split_long: bool = False  # past max_steps: start a new episode (True) or drop the rest (False)
+
+
+@dataclass
+class ImportReport:
+    bag: str
+    sha256: str
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+    topics: dict[str, TopicCounters] = field(default_factory=dict)
+    steps: Counter = field(default_factory=Counter)  # ticks, recorded, dropped:<why>, clipped_actions
+    details: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> reason -> first example
+    problems: list[str] = field(default_factory=list)  # why nothing (or less) was imported
+
+    def as_dict(self) -> dict:
+        return {"bag": self.bag, "sha256": self.sha256, "episodes": [r.episode for r in self.episodes],
+                "steps": dict(self.steps), "topics": {t: c.as_dict() for t, c in self.topics.items()},
+                "details": self.details, "problems": self.problems}
+
+    def lines(self) -> list[str]:
+        out = []
+        for topic, c in self.topics.items():
+            rej = ", ".join(f"{r} {n} ({self.details.get(topic, {}).get(r, '')})".replace(" ()", "")
+                            for r, n in sorted(c.rejected.items()))
+            out.append(f"{topic}: received {c.received}, accepted {c.accepted}" + (f", rejected {rej}" if rej else ""))
+        s = self.steps
+        dropped = ", ".join(f"{k.split(':', 1)[1]} {n}" for k, n in sorted(s.items()) if k.startswith("dropped:"))
+        out.append(f"steps: {s['ticks']} ticks, {s['recorded']} recorded" + (f", dropped {dropped}" if dropped else "")
+                   + (f", {s['clipped_actions']} actions clipped to the limits" if s["clipped_actions"] else ""))
+        return out
+
+
+class BagImportError(BagError):
+    def __init__(self, message: str, report: ImportReport):
+        super().__init__("\n".join([message, *report.problems, *report.lines()]))
+        self.report = report
+
+
+def bag_sha256(bag: Path) -> str:
+    """Content hash of a bag (all files of a bag directory, by relative name; or the one file)."""
+    h = hashlib.sha256()
+    files = sorted(p for p in bag.rglob("*") if p.is_file()) if bag.is_dir() else [bag]
+    for p in files:
+        h.update(str(p.relative_to(bag) if bag.is_dir() else p.name).encode() + b"\0")
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _topic_hint(topic: str, present: set[str]) -> str:
+    name = topic.rsplit("/", 1)[-1]
+    near = sorted(t for t in present if t.strip("/") == topic.strip("/") or t.rsplit("/", 1)[-1] == name)
+    hint = " (ROS topics start with '/')" if not topic.startswith("/") else ""
+    return hint + (f"; the bag has {', '.join(near)}" if near else f"; the bag's topics: {', '.join(sorted(present))}")
+
+
+class _Sink:
+    """The store side of one import: created at the first step, removed again if the import fails."""
+
+    def __init__(self, run_dir: Path, group: str, schema: GroupSchema, sha: str, allow_duplicate: bool):
+        self.run_dir, self.group, self.schema = Path(run_dir), group, schema
+        self.writer = None
+        self.committed: list[int] = []
+        self.created = None  # the path this import created (run dir, store or group), removed on failure
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise BagError(f"run directory {self.run_dir} is a file")
+        root = store_path(self.run_dir)
+        if (root / group / "zarr.json").exists():
+            store = EpisodeStore(self.run_dir)
+            have = store.schema(group)
+            if not have.compatible_with(schema):
+                diff = sorted(k for k in set(have.keys) | set(schema.keys) if have.keys.get(k) != schema.keys.get(k))
+                raise BagError(f"group {group!r} in {self.run_dir} has another schema than this profile "
+                               f"(keys differ: {diff}); import into a new run directory or use the run's profile")
+            if not allow_duplicate:
+                dup = [r.episode for r in store.reader(group, cache=False).episode_records()
+                       if r.extra.get("bag_sha256") == sha]
+                if dup:
+                    raise BagError(f"this bag (sha256 {sha[:12]}) was already imported into group {group!r} of "
+                                   f"{self.run_dir} as episodes {dup}; pass --allow-duplicate to import it again")
+
+    def begin(self):
+        if self.writer is None:
+            root = store_path(self.run_dir)
+            self.created = next((p for p in (self.run_dir, root, root / self.group) if not p.exists()), None)
+            store = EpisodeStore(self.run_dir, create=True)
+            store.ensure_group(self.group, self.schema)
+            self.writer = store.writer(self.group)
+        return self.writer.begin_episode()
+
+    def commit(self, ep, **meta) -> EpisodeRecord:
+        rec = ep.commit(**meta)
+        self.committed.append(rec.episode)
+        return rec
+
+    def close(self, ok: bool) -> None:
+        w, self.writer = self.writer, None
+        if w is None:
+            return
+        try:
+            if not ok and self.created is None:
+                for e in self.committed:  # into an existing group: take back what this import committed
+                    w.delete_episode(e)
+        finally:
+            w.close()
+        if not ok and self.created is not None:
+            shutil.rmtree(self.created, ignore_errors=True)
+
+
 class _Importer:
-    def __init__(self, profile: RobotProfile, writer, source: str):
+    def __init__(self, profile: RobotProfile, sink: _Sink, report: ImportReport, opts: ImportOptions,
+                 action_type: str | None):
         from robot_bridge.bridge import stream_converter
 
-        self.p, self.w, self.source = profile, writer, source
-        self.inputs = {
-            s.topic: StreamInput(s.key, stream_typename(s), stream_converter(s), depth=256) for s in profile.streams
-        }
+        self.p, self.sink, self.r, self.opts = profile, sink, report, opts
+        self.inputs: dict[str, StreamInput] = {}
+        for s in profile.streams:
+            self.inputs[s.topic] = StreamInput(s.key, stream_typename(s), self._noting(s.topic, stream_converter(s)),
+                                               depth=256)
+            report.topics[s.topic] = self.inputs[s.topic].counters
+        self.action_counters = report.topics.setdefault(profile.action.topic, TopicCounters())
+        self.action_type = action_type
+        self.required = {s.key for s in profile.streams if s.required}
         self.specs = profile.obs_specs()
-        self.action = np.asarray(profile.action.hold or [0.0] * profile.action.dim, np.float32)
+        self.limiter = ActionLimiter(profile.action)
+        self.action: np.ndarray | None = None
         self.ep = None
         self.meta: dict = {}
+        self.over = False  # past max_steps (or a terminal step) until the next episode starts
+        self.stamps: list[int] = []
         self.pending: list[tuple[int, dict]] = []  # ticks waiting for their observations
-        self.records: list[EpisodeRecord] = []
-        self.skipped = 0
+
+    def _noting(self, topic: str, fn):
+        def convert(msg):
+            try:
+                return fn(msg)
+            except MessageRejected as e:
+                self.r.details.setdefault(topic, {}).setdefault(e.reason, str(e))
+                raise
+        return convert
+
+    def reject(self, topic: str, reason: str, detail: str, counters: TopicCounters | None = None) -> None:
+        c = counters or self.r.topics.setdefault(topic, TopicCounters())
+        c.rejected[reason] += 1
+        self.r.details.setdefault(topic, {}).setdefault(reason, detail)
+        if self.opts.strict:
+            raise BagError(f"--strict: message on {topic} rejected ({reason}: {detail})")
+
+    def sensor(self, topic: str, raw: bytes, t: int) -> None:
+        inp = self.inputs[topic]
+        before = Counter(inp.counters.rejected)
+        inp(raw, t)
+        if inp.counters.rejected != before:
+            reason = next(iter(inp.counters.rejected - before))
+            if reason == "malformed":  # the decoders' own rejections carry their detail already
+                self.r.details.setdefault(topic, {}).setdefault(reason, f"not valid CDR for {inp.typename}")
+            if self.opts.strict:
+                raise BagError(f"--strict: message on {topic} at {t} rejected ({reason})")
+
+    def action_msg(self, raw: bytes, t: int, ticks: bool) -> None:
+        c = self.action_counters
+        c.received += 1
+        try:
+            a = np.asarray(decode(raw, self.p.action.type).data, np.float32)
+        except DecodeError as e:
+            return self.reject(self.p.action.topic, "malformed", str(e), c)
+        if a.shape != (self.p.action.dim,):
+            return self.reject(self.p.action.topic, "wrong_size", f"{a.size} values, profile says "
+                               f"{self.p.action.dim}", c)
+        c.accepted += 1
+        self.action = a
+        if ticks:
+            self.pending.append((t, {"action": a, "reward": 0.0}))
 
     def begin(self, meta: dict) -> None:
-        self.flush(None)
-        if self.ep is not None:
-            self.end()
-        self.ep, self.meta = self.w.begin_episode(), meta
+        self.end()
+        self.meta, self.over = meta, False
+
+    def _limit(self, a: np.ndarray) -> np.ndarray | None:
+        prev = self.limiter.prev.copy()
+        clipped = self.limiter.clipped + self.limiter.non_finite
+        out = self.limiter(a)
+        if self.limiter.clipped + self.limiter.non_finite == clipped:
+            return out
+        if self.opts.action_limits == "reject":
+            self.limiter.prev = prev
+            self.r.steps["dropped:action_out_of_limits"] += 1
+            if self.opts.strict:
+                raise BagError(f"--strict: action {a.tolist()} is outside the profile's limits")
+            return None
+        self.r.steps["clipped_actions"] += 1
+        return out
 
     def flush(self, before: int | None) -> None:
         """Record every pending tick older than `before` (all when None)."""
         while self.pending and (before is None or self.pending[0][0] < before):
             t, flags = self.pending.pop(0)
+            self.r.steps["ticks"] += 1
+            if self.over:
+                self.r.steps["dropped:over_max_steps"] += 1
+                continue
             obs = {}
             for inp in self.inputs.values():
                 s = inp.buffer.at(t)
-                if s is None and next(x.required for x in self.p.streams if x.key == inp.key):
-                    self.skipped += 1
+                if s is None and inp.key in self.required:
                     break
                 spec = self.specs[inp.key]
                 obs[inp.key] = s.value if s is not None else np.zeros(spec.shape, spec.np_dtype)
             else:
+                a = flags.pop("action", self.action)
+                if a is None:
+                    self.r.steps["dropped:no_action_yet"] += 1
+                    continue
                 if self.ep is None:
-                    self.begin({})
-                self.ep.add_step({**obs, "action": flags.pop("action", self.action), **flags})
+                    self.ep, self.stamps = self.sink.begin(), []
+                    self.limiter.reset()
+                a = self._limit(a)
+                if a is None:
+                    continue
+                self.ep.add_step({**obs, "action": a, **flags})
+                self.stamps.append(t)
+                self.r.steps["recorded"] += 1
+                if flags.get("done") or self.ep.length >= self.p.episode.max_steps:
+                    cut = not flags.get("done")
+                    self._commit(cut_at_max=cut)
+                    self.over = not (cut and self.opts.split_long)
+                continue
+            self.r.steps[f"dropped:no_observation_{inp.key}"] += 1
 
     def end(self) -> None:
         self.flush(None)
+        self._commit(cut_at_max=False)
+        self.meta = {}
+
+    def _commit(self, cut_at_max: bool) -> None:
         ep, self.ep = self.ep, None
         if ep is None:
             return
-        if ep.length == 0:
+        if ep.length == 0:  # every step it began with was dropped
             ep.discard()
             return
         r = self.meta
-        kept = ("success", "terminated", "policy_version", "wm_version", "domain", "domain_info")
+        terminated = bool(ep.collected("done")[-1])
+        kept = ("success", "policy_version", "wm_version", "domain", "domain_info")
         meta = {k: r[k] for k in kept if k in r}
         extra = dict(r.get("extra", {}))
+        if cut_at_max:
+            extra["outcome"] = "max_steps"
+        elif not terminated:
+            extra.setdefault("outcome", "truncated")
+        t0 = self.stamps[0]
         extra.update(
-            imported_from=self.source,
+            imported_from=self.r.bag,
+            bag_sha256=self.r.sha256,
             original_episode=r.get("episode"),
             original_wall_time_start=r.get("wall_time_start"),
+            truncated=not terminated,
+            t0_ns=t0,
+            step_offsets_ns=[s - t0 for s in self.stamps],
         )
-        self.records.append(ep.commit(**meta, extra=extra))
+        self.r.episodes.append(self.sink.commit(ep, **meta, terminated=terminated, extra=extra))
 
 
-def import_bag(bag: Path, run_dir: Path, profile: RobotProfile, group: str | None = None) -> list[EpisodeRecord]:
+def import_bag(bag: Path, run_dir: Path, profile: RobotProfile, group: str | None = None,
+               options: ImportOptions | None = None) -> ImportReport:
+    """Import `bag` into group `group` of `run_dir`'s store; all or nothing.
+
+    Raises BagError (nothing written) when the bag cannot be read, was imported before, yields no
+    episode (the message says why, with the per-topic counts), or, with `strict`, has a bad message."""
     from rosbags.highlevel import AnyReader
 
-    group = group or profile.episode.group
-    store = EpisodeStore(run_dir, create=True)
-    store.ensure_group(group, GroupSchema.build(profile.obs_specs(), profile.action.dim, profile.episode.chunk_len))
+    opts = options or ImportOptions()
+    bag, group = Path(bag), group or profile.episode.group
+    if not bag.exists():
+        raise BagError(f"bag {bag} does not exist")
     try:
-        reader = AnyReader([Path(bag)])
+        reader = AnyReader([bag])
         reader.open()
     except Exception as e:  # rosbags raises several unrelated types for unreadable bags
         raise BagError(f"cannot open {bag} as a rosbag2: {e}") from e
-    with store.writer(group) as writer:
-        imp = _Importer(profile, writer, str(bag))
+    try:
+        report = ImportReport(str(bag), bag_sha256(bag))
+        schema = GroupSchema.build(profile.obs_specs(), profile.action.dim, profile.episode.chunk_len)
+        sink = _Sink(run_dir, group, schema, report.sha256, opts.allow_duplicate)
+        types = {c.topic: c.msgtype for c in reader.connections}
+        act = profile.action
+        imp = _Importer(profile, sink, report, opts, types.get(act.topic))
+        has_steps = STEP_TOPIC in types
+        for s in profile.streams:
+            if s.required and s.topic not in types:
+                report.problems.append(f"required stream {s.topic} is not in the bag{_topic_hint(s.topic, set(types))}")
+        if act.topic not in types:
+            report.problems.append(f"action topic {act.topic} is not in the bag{_topic_hint(act.topic, set(types))}")
+        wrong_type = {t for t in [*imp.inputs, act.topic] if t in types and types[t] != (
+            act.type if t == act.topic else imp.inputs[t].typename)}
+        for t in sorted(wrong_type):
+            want = act.type if t == act.topic else imp.inputs[t].typename
+            report.problems.append(f"{t} is {types[t]} in the bag, the profile says {want}")
+        wanted = [c for c in reader.connections if c.topic in imp.inputs or c.topic in (act.topic, EPISODE_TOPIC,
+                                                                                          STEP_TOPIC)]
+        ok = False
         try:
-            topics = {c.topic for c in reader.connections}
-            has_steps = STEP_TOPIC in topics
-            wanted = [c for c in reader.connections if c.topic in imp.inputs or c.topic in (
-                profile.action.topic, EPISODE_TOPIC, STEP_TOPIC)]
             for conn, t, raw in reader.messages(connections=wanted):
                 imp.flush(t)
-                try:
-                    if conn.topic in imp.inputs:
-                        imp.inputs[conn.topic](raw, t)
-                    elif conn.topic == profile.action.topic:
-                        imp.action = np.asarray(decode(raw, profile.action.type).data, np.float32)
-                        if not has_steps:
-                            imp.pending.append((t, {"action": imp.action, "reward": 0.0}))
-                    elif conn.topic == STEP_TOPIC:
-                        step = json.loads(decode(raw, STRING).data)
-                        imp.pending.append((t, {k: step[k] for k in ("reward", "done", "success", "intervention")}))
-                    else:
-                        ev = json.loads(decode(raw, STRING).data)
-                        if ev["event"] == "start":
-                            imp.begin(ev["record"])
-                        elif ev["event"] == "end":
+                topic = conn.topic
+                if topic in wrong_type:
+                    c = report.topics[topic]
+                    c.received += 1
+                    imp.reject(topic, "wrong_type", f"{conn.msgtype}, profile says "
+                               f"{act.type if topic == act.topic else imp.inputs[topic].typename}", c)
+                elif topic in imp.inputs:
+                    imp.sensor(topic, raw, t)
+                elif topic == act.topic:
+                    imp.action_msg(raw, t, ticks=not has_steps)
+                else:
+                    c = report.topics.setdefault(topic, TopicCounters())
+                    c.received += 1
+                    try:
+                        msg = json.loads(decode(raw, STRING).data)
+                        if topic == STEP_TOPIC:
+                            flags = {k: msg[k] for k in ("reward", "done", "success", "intervention")}
+                            flags = {k: (float(v) if k == "reward" else bool(v)) for k, v in flags.items()}
+                            imp.pending.append((t, flags))
+                        elif msg["event"] == "start":
+                            imp.begin(dict(msg["record"]))
+                        elif msg["event"] == "end":
                             imp.end()
-                except (DecodeError, ValueError, KeyError) as e:
-                    raise BagError(f"{bag}: bad message on {conn.topic} at {t}: {e}") from e
+                        c.accepted += 1
+                    except (DecodeError, ValueError, KeyError, TypeError) as e:
+                        imp.reject(topic, "malformed", f"{type(e).__name__}: {e}", c)
             imp.end()
+            if not report.episodes:
+                if not report.problems:
+                    for topic, c in report.topics.items():
+                        if c.received and not c.accepted:
+                            report.problems.append(f"every message on {topic} was rejected")
+                    if not report.steps["ticks"]:
+                        report.problems.append(
+                            f"no steps: the bag has no {STEP_TOPIC} markers and no accepted message on {act.topic}")
+                raise BagImportError(f"{bag}: no episode imported, nothing written", report)
+            ok = True
         finally:
-            reader.close()
-    return imp.records
+            sink.close(ok)
+    finally:
+        reader.close()
+    return report

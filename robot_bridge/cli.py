@@ -16,6 +16,7 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from worldsample.errors import WorldSampleError
 from worldsample.lifetime import ProcessRef, watch
@@ -28,20 +29,28 @@ F = TypeVar("F", bound=Callable)
 
 
 def friendly_errors(fn: F) -> F:
-    """Turn WorldSample's own errors (the bridge's included) into a one-paragraph message and exit code 2."""
+    """Turn WorldSample's own errors (the bridge's included) into a one-paragraph message and exit code 2;
+    so too a path the OS refuses (a file where a directory belongs, no permission, ...)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except WorldSampleError as e:
-            err_console.print(f"[bold red]error:[/] {e}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except OSError as e:
+            if e.filename is None:
+                raise
+            what = e.strerror or type(e).__name__
+            err_console.print(f"[bold red]error:[/] {escape(str(e.filename))}: {what}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-ProfileOpt = Annotated[Path, typer.Option("--profile", "-p", help="Robot profile YAML (see configs/robot_profiles/).")]
+ProfileOpt = Annotated[Path, typer.Option("--profile", "-p", help="Robot profile YAML (see configs/robot_profiles/).",
+                                          dir_okay=False)]
 DomainOpt = Annotated[
     int, typer.Option("--domain-id", envvar="ROS_DOMAIN_ID", min=0, max=232, help="DDS domain (ROS_DOMAIN_ID).")
 ]
@@ -107,7 +116,7 @@ def sim_robot(
 @friendly_errors
 def bridge(
     profile: ProfileOpt,
-    run: Annotated[Path, typer.Option("--run", "-r", help=_RUN_HELP)],
+    run: Annotated[Path, typer.Option("--run", "-r", help=_RUN_HELP, file_okay=False)],
     transport: Annotated[str, typer.Option(help="dds (cyclonedds, no ROS needed) or rclpy (inside ROS 2).")] = "dds",
     domain_id: DomainOpt = 0,
     loopback: LoopbackOpt = False,
@@ -138,34 +147,63 @@ bag_app = typer.Typer(help="rosbag2 (MCAP, sqlite3) import into and export from 
 @friendly_errors
 def bag_import(
     bag: Annotated[Path, typer.Argument(help="rosbag2 directory (MCAP or sqlite3) or a single .mcap file.")],
-    run: Annotated[Path, typer.Argument(help="Run directory to import into.")],
+    run: Annotated[Path, typer.Argument(help="Run directory to import into.", file_okay=False)],
     profile: ProfileOpt,
     group: Annotated[str | None, typer.Option(help="Store group (default: the profile's episode.group).")] = None,
+    strict: Annotated[bool, typer.Option(help="Fail (and keep nothing) on the first rejected message instead of "
+                                         "dropping and counting it.")] = False,
+    allow_duplicate: Annotated[bool, typer.Option(help="Import a bag whose content hash the group already "
+                                                  "has.")] = False,
+    action_limits: Annotated[str, typer.Option(help="Actions outside the profile's limits: clip (counted) or "
+                                               "reject (the step is dropped, counted).")] = "clip",
+    split_long: Annotated[bool, typer.Option(help="Past episode.max_steps start a new episode instead of dropping "
+                                             "the rest of the episode.")] = False,
+    report_out: Annotated[Path | None, typer.Option(help="Write the per-topic counts as JSON.")] = None,
+    set_: SetOpt = None,
 ) -> None:
-    """Import a bag: streams are mapped by the profile's topics and aligned at its control rate."""
-    from robot_bridge.bag import import_bag
+    """Import a bag: streams are mapped by the profile's topics and aligned at its control rate.
+
+    Prints per-topic received / accepted / rejected counts; exits 2, writing nothing, when no
+    episode could be imported (the message says why)."""
+    import json
+
+    from robot_bridge.bag import ImportOptions, import_bag
+    from robot_bridge.errors import BagError
     from robot_bridge.profile import load_profile
 
-    recs = import_bag(bag, run, load_profile(profile), group=group)
-    console.print(f"imported {len(recs)} episode(s), {sum(r.length for r in recs)} steps, into {run}")
+    if action_limits not in ("clip", "reject"):
+        raise BagError(f"--action-limits {action_limits!r}: use clip or reject")
+    opts = ImportOptions(strict=strict, allow_duplicate=allow_duplicate, action_limits=action_limits,
+                         split_long=split_long)
+    rep = import_bag(bag, run, load_profile(profile, set_), group=group, options=opts)
+    for line in rep.lines():
+        console.print(line, highlight=False, markup=False)
+    if report_out is not None:
+        report_out.write_text(json.dumps(rep.as_dict(), indent=1))
+    console.print(f"imported {len(rep.episodes)} episode(s), {sum(r.length for r in rep.episodes)} steps, into {run}",
+                  highlight=False)
 
 
 @bag_app.command("export")
 @friendly_errors
 def bag_export(
-    run: Annotated[Path, typer.Argument(help="Run directory to export from.")],
+    run: Annotated[Path, typer.Argument(help="Run directory to export from.", file_okay=False)],
     out: Annotated[Path, typer.Argument(help="New rosbag2 directory to write.")],
     profile: ProfileOpt,
     episodes: Annotated[str | None, typer.Option(help="Episode ids, e.g. 0,3-5 (default: all).")] = None,
     group: Annotated[str | None, typer.Option(help="Store group (default: the profile's episode.group).")] = None,
     storage: Annotated[str, typer.Option(help="mcap or sqlite3.")] = "mcap",
     distro: Annotated[str, typer.Option(help="Message definitions: jazzy or humble.")] = "jazzy",
+    set_: SetOpt = None,
 ) -> None:
-    """Export stored episodes as a rosbag2 with the profile's topics and message types."""
+    """Export stored episodes as a rosbag2 with the profile's topics and message types.
+
+    The profile is checked against the store's schema first; the bag is written to a temporary
+    directory and renamed to OUT at the end."""
     from robot_bridge.bag import export_bag, parse_episodes
     from robot_bridge.profile import load_profile
 
-    n = export_bag(run, out, load_profile(profile), parse_episodes(episodes), group=group, storage=storage,
+    n = export_bag(run, out, load_profile(profile, set_), parse_episodes(episodes), group=group, storage=storage,
                    distro=distro)
     console.print(f"exported {n} episode(s) to {out}")
 

@@ -29,7 +29,7 @@ __all__ = [
 RUN = RunFiles.of("RUN")  # the run-directory layout as help texts show it: RUN/store, RUN/dashboard_token, ...
 
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="YAML config file (see configs/).", exists=False)
+    Path | None, typer.Option("--config", "-c", help="YAML config file (see configs/).", exists=False, dir_okay=False)
 ]
 SetOpt = Annotated[
     list[str] | None,

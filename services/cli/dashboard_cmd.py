@@ -15,7 +15,8 @@ from worldsample.lifetime import ProcessRef, watch
 
 @friendly_errors
 def dashboard(
-    run: Annotated[Path, typer.Argument(help=f"Run directory (holds {RUN.store.name}/, {RUN.metrics.name}, ...).")],
+    run: Annotated[Path, typer.Argument(help=f"Run directory (holds {RUN.store.name}/, {RUN.metrics.name}, ...).",
+                                        file_okay=False)],
     host: Annotated[
         str, typer.Option(help="Address to bind. Anything but loopback exposes the run: use a token read policy.")
     ] = "127.0.0.1",

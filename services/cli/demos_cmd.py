@@ -34,7 +34,8 @@ def run_collection(out: Path, cfg, episodes: int) -> None:
 @app.command()
 @friendly_errors
 def collect(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory; created if new, appended to if it exists.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory; created if new, appended to if it exists.",
+                                      file_okay=False)],
     episodes: Annotated[
         int | None,
         typer.Option("--episodes", "-n", min=1, help="Episodes to record (default: the config's demos.episodes)."),

@@ -121,13 +121,14 @@ def _demos_to_collect(run: Path, cfg: RunConfig) -> int:
 @friendly_errors
 def run(
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="New run directory (default runs/<timestamp>).")
+        Path | None, typer.Option("--out", "-o", help="New run directory (default runs/<timestamp>).", file_okay=False)
     ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
             "--resume",
             metavar="RUN",
+            file_okay=False,
             help="Continue the run in RUN where it stopped, with its own config (RUN/config.yaml; --config and "
             "--set apply on top and are recorded): missing demonstrations only, then the dashboard, the robot "
             "and the trainer from its latest checkpoint.",

@@ -13,7 +13,7 @@ app = typer.Typer(help="The action-conditioned world model: train and evaluate."
 
 RunArg = Annotated[Path, typer.Argument(help="Run directory with an episode store.", exists=True, file_okay=False)]
 WmConfigOpt = Annotated[
-    Path | None, typer.Option("--config", "-c", help="World-model YAML (see configs/world_model/).")
+    Path | None, typer.Option("--config", "-c", help="World-model YAML (see configs/world_model/).", dir_okay=False)
 ]
 
 

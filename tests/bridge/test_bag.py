@@ -57,7 +57,7 @@ def test_round_trip(tmp_path, storage, compressed):
         _, _, raw = next(r.messages(connections=[conn]))
         assert list(r.deserialize(raw, conn.msgtype).name) == ["hand_x", "hand_y", "hand_z", "gripper"]
 
-    recs = import_bag(tmp_path / "bag", tmp_path / "b", profile)
+    recs = import_bag(tmp_path / "bag", tmp_path / "b", profile).episodes
     assert [r.length for r in recs] == [5, 9, 13]
     assert verify_store(tmp_path / "b").ok
     ra, rb = EpisodeStore(tmp_path / "a").reader("real"), EpisodeStore(tmp_path / "b").reader("real")
@@ -75,7 +75,7 @@ def test_subset_humble_and_errors(tmp_path):
     fill_store(tmp_path / "a", profile)
     assert parse_episodes("0,2-2") == [0, 2]
     assert export_bag(tmp_path / "a", tmp_path / "bag", profile, [2], distro="humble") == 1
-    recs = import_bag(tmp_path / "bag", tmp_path / "b", profile)
+    recs = import_bag(tmp_path / "bag", tmp_path / "b", profile).episodes
     assert [r.length for r in recs] == [13]
     with pytest.raises(BagError, match="not committed"):
         export_bag(tmp_path / "a", tmp_path / "bag2", profile, [7])
@@ -83,8 +83,12 @@ def test_subset_humble_and_errors(tmp_path):
         export_bag(tmp_path / "a", tmp_path / "bag", profile)
     with pytest.raises(BagError, match="N-M"):
         parse_episodes("1,x")
-    with pytest.raises(BagError, match="cannot open"):
+    with pytest.raises(BagError, match="does not exist"):
         import_bag(tmp_path / "nothing", tmp_path / "c", profile)
+    (tmp_path / "junk.mcap").write_bytes(b"not a bag")
+    with pytest.raises(BagError, match="cannot open"):
+        import_bag(tmp_path / "junk.mcap", tmp_path / "c", profile)
+    assert not (tmp_path / "c").exists()
 
 
 def test_foreign_bag_without_markers(tmp_path):
@@ -111,7 +115,7 @@ def test_foreign_bag_without_markers(tmp_path):
                 w.write(conns[s.key], t, encode(_stream_message(s, v, t)))
             if k % 5 == 0:
                 w.write(act, t + 3_000_000, encode(array_msg(profile.action.type, rng.uniform(-1, 1, 4), "action")))
-    recs = import_bag(tmp_path / "bag", tmp_path / "run", profile)
+    recs = import_bag(tmp_path / "bag", tmp_path / "run", profile).episodes
     assert [r.length for r in recs] == [4]
     ep = EpisodeStore(tmp_path / "run").reader("real").episode(0)
     assert ep["proprio"][:, 0].tolist() == [0, 5, 10, 15]  # aligned to the frame just before each action
