@@ -1,4 +1,4 @@
-"""The robot side's commands: `sim-robot`, `bridge`, `bag import|export`.
+"""The robot side's commands: `sim-robot`, `bridge`, `bag import|export`, `check` (`worldsample robot check`).
 
 One implementation for both command lines: `python -m robot_bridge` (the robot-PC image, no
 learner installed) and `worldsample` (services/cli registers these same functions). The heavy
@@ -208,6 +208,43 @@ def bag_export(
     console.print(f"exported {n} episode(s) to {out}")
 
 
+@friendly_errors
+def check(
+    profile: ProfileOpt,
+    seconds: Annotated[float, typer.Option("--seconds", min=0.5, help="Listen this long.")] = 5.0,
+    bag: Annotated[Path | None, typer.Option("--bag", help="Check a rosbag2 (directory or .mcap) instead of "
+                                             "listening.")] = None,
+    transport: Annotated[str, typer.Option(help="dds (cyclonedds, no ROS needed) or rclpy (inside ROS 2).")] = "dds",
+    domain_id: DomainOpt = 0,
+    loopback: LoopbackOpt = False,
+    set_: SetOpt = None,
+) -> None:
+    """Listen to every stream of the profile (or read a bag) and report, per stream, what the bridge
+    would make of it: seen, type, QoS, rate, sizes and encodings, stamps, rejections.
+
+    Exit code 0 when everything matches the profile, 1 on any mismatch, 2 on a usage error."""
+    from robot_bridge.check import check_bag, check_live, render
+    from robot_bridge.profile import load_profile
+    from robot_bridge.transport import make_transport
+
+    prof = load_profile(profile, set_)
+    if bag is not None:
+        report = check_bag(prof, bag)
+    else:
+        t = make_transport(transport, domain_id, loopback)
+        try:
+            report = check_live(prof, t, seconds, _stop_on_signals("check"))
+        finally:
+            t.close()
+    render(report, console)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+robot_app = typer.Typer(help="Look at a robot before recording from it.", no_args_is_help=True)
+robot_app.command("check")(check)
+
+
 def register(app: typer.Typer) -> None:
     """Add the robot side's commands to `app` (this module's own app, and `worldsample`'s)."""
     app.command("sim-robot")(sim_robot)
@@ -215,6 +252,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(bag_app, name="bag")
 
 
-app = typer.Typer(help="WorldSample's robot side: the bridge, the simulated arm, rosbag2 import/export.",
+app = typer.Typer(help="WorldSample's robot side: the bridge, the simulated arm, rosbag2 import/export, check.",
                   no_args_is_help=True, pretty_exceptions_show_locals=False)
 register(app)
+app.command("check")(check)
