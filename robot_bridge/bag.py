@@ -31,6 +31,7 @@ from robot_bridge.codec import (
     Header,
     Image,
     JointState,
+    MessageTypes,
     String,
     Time,
     Vector3,
@@ -38,8 +39,10 @@ from robot_bridge.codec import (
     WrenchStamped,
     array_msg,
     decode,
-    encode,
+    message_types,
 )
+from robot_bridge.codec.fields import FieldMapping
+from robot_bridge.codec.typestore import DISTROS
 from robot_bridge.core.limits import ActionLimiter
 from robot_bridge.core.streams import StreamInput, TopicCounters
 from robot_bridge.errors import BagError, DecodeError, MessageRejected
@@ -65,13 +68,11 @@ def parse_episodes(spec: str | None) -> list[int] | None:
     return out
 
 
-def _typestore(distro: str):
-    from rosbags.typesys import Stores, get_typestore
-
-    stores = {"jazzy": Stores.ROS2_JAZZY, "humble": Stores.ROS2_HUMBLE}
-    if distro not in stores:
-        raise BagError(f"distro {distro!r}: use one of {sorted(stores)}")
-    return get_typestore(stores[distro])
+def _types(distro: str, profile: RobotProfile) -> MessageTypes:
+    """The distro's message definitions plus the profile's custom `.msg` types."""
+    if distro not in DISTROS:
+        raise BagError(f"distro {distro!r}: use one of {sorted(DISTROS)}")
+    return message_types(distro, profile.types)
 
 
 # -- export ---------------------------------------------------------------------------------------
@@ -141,19 +142,24 @@ def export_bag(run_dir: Path, out: Path, profile: RobotProfile, episodes: list[i
     missing = [e for e in wanted if e not in records]
     if missing:
         raise BagError(f"episodes {missing} are not committed in group {group!r} of {run_dir}")
-    ts = _typestore(distro)
+    types = _types(distro, profile)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     try:
-        _write_bag(tmp / out.name, plugins[storage], ts, profile, reader, records, wanted)
+        _write_bag(tmp / out.name, plugins[storage], types, profile, reader, records, wanted)
         os.rename(tmp / out.name, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return len(wanted)
 
 
-def _write_bag(path: Path, plugin, ts, profile: RobotProfile, reader, records, wanted: list[int]) -> None:
+def _write_bag(path: Path, plugin, types: MessageTypes, profile: RobotProfile, reader, records,
+               wanted: list[int]) -> None:
     from rosbags.rosbag2 import Writer
 
+    ts, encode = types.store, types.encode
+    a = profile.action
+    action_msg = FieldMapping(types, a.type, a.fields, a.dim, a.constants, a.stamp, "action")
+    vector_msg = {v.key: FieldMapping(types, v.type, v.fields, v.dim, label=v.key) for v in profile.vectors}
     with Writer(path, version=9, storage_plugin=plugin) as w:
         conns = {s.key: w.add_connection(s.topic, stream_typename(s), typestore=ts) for s in profile.streams}
         c_action = w.add_connection(profile.action.topic, profile.action.type, typestore=ts)
@@ -170,8 +176,10 @@ def _write_bag(path: Path, plugin, ts, profile: RobotProfile, reader, records, w
             w.write(c_episode, times[0] - 1, encode(String(json.dumps({"event": "start", "record": marker}))))
             for k, t in enumerate(times):
                 for s in profile.streams:
-                    w.write(conns[s.key], t, encode(_stream_message(s, data[s.key][k], t)))
-                w.write(c_action, t, encode(array_msg(profile.action.type, data["action"][k], "action")))
+                    m = vector_msg.get(s.key)
+                    raw = m.encode(data[s.key][k], t) if m else encode(_stream_message(s, data[s.key][k], t))
+                    w.write(conns[s.key], t, raw)
+                w.write(c_action, t, action_msg.encode(data["action"][k], t))
                 flags = {f: (bool(data[f][k]) if f != "reward" else float(data[f][k]))
                          for f in ("reward", "done", "success", "intervention")}
                 last = k == rec.length - 1
@@ -306,11 +314,13 @@ class _Importer:
         self.p, self.sink, self.r, self.opts = profile, sink, report, opts
         self.inputs: dict[str, StreamInput] = {}
         for s in profile.streams:
-            self.inputs[s.topic] = StreamInput(s.key, stream_typename(s), self._noting(s.topic, stream_converter(s)),
-                                               depth=256)
+            self.inputs[s.topic] = StreamInput(s.key, stream_typename(s),
+                                               self._noting(s.topic, stream_converter(s, profile)), depth=256,
+                                               decode=profile.msg_types.decode)
             report.topics[s.topic] = self.inputs[s.topic].counters
         self.action_counters = report.topics.setdefault(profile.action.topic, TopicCounters())
         self.action_type = action_type
+        self.action_map = profile.action_mapping()
         self.required = {s.key for s in profile.streams if s.required}
         self.specs = profile.obs_specs()
         self.limiter = ActionLimiter(profile.action)
@@ -352,9 +362,11 @@ class _Importer:
         c = self.action_counters
         c.received += 1
         try:
-            a = np.asarray(decode(raw, self.p.action.type).data, np.float32)
+            a = self.action_map.decode(raw, finite=False).astype(np.float32)  # NaN: the limiter's
         except DecodeError as e:
             return self.reject(self.p.action.topic, "malformed", str(e), c)
+        except MessageRejected as e:
+            return self.reject(self.p.action.topic, e.reason, str(e).removeprefix(e.reason + ": "), c)
         if a.shape != (self.p.action.dim,):
             return self.reject(self.p.action.topic, "wrong_size", f"{a.size} values, profile says "
                                f"{self.p.action.dim}", c)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from rich.markup import escape
 
-from robot_bridge.codec import String, array_msg, encode
+from robot_bridge.codec import String, encode
 from robot_bridge.core import decoders
 from robot_bridge.core.controller import Controller, Outputs
 from robot_bridge.core.policy_source import PolicySource
@@ -32,15 +32,16 @@ from worldsample.store import GroupSchema
 log = logging.getLogger(__name__)
 
 
-def stream_converter(s):
+def stream_converter(s, profile: RobotProfile):
     """decoded message -> (stamp or None, observation array) for one profile stream."""
     if isinstance(s, CameraStream):
         fn = decoders.image_array if s.type.endswith("/Image") else decoders.compressed_array
-        return lambda m: fn(m, s.height, s.width, s.channels)
+        geometry = s.geometry  # native size -> crop -> stored size (worldsample.frames)
+        return lambda m: fn(m, *s.native_size, s.channels, geometry)
     if isinstance(s, JointStream):
         return lambda m: decoders.joint_array(m, s.names, s.fields)
     if isinstance(s, VectorStream):
-        return lambda m: decoders.vector_array(m, s.dim)
+        return profile.vector_mapping(s).read
     return decoders.wrench_array
 
 
@@ -52,17 +53,20 @@ class Bridge:
         shapes = {k: v.shape for k, v in profile.obs_specs().items()}
         self.policy = PolicySource(Path(run_dir), shapes, profile.action.dim, explore=profile.episode.explore,
                                    follow=profile.episode.policy)
-        self.inputs = {s.key: StreamInput(s.key, stream_typename(s), stream_converter(s)) for s in profile.streams}
+        types = profile.msg_types
+        self.inputs = {s.key: StreamInput(s.key, stream_typename(s), stream_converter(s, profile), decode=types.decode)
+                       for s in profile.streams}
         for s in profile.streams:
             transport.subscribe(s.topic, stream_typename(s), s.qos, self.inputs[s.key])
         c = profile.control
+        action_msg = profile.action_mapping()
         pub_action = transport.publisher(profile.action.topic, profile.action.type, RELIABLE_QOS)
         pub_robot = transport.publisher(c.robot_command, "std_msgs/msg/String", RELIABLE_QOS)
         pub_status = transport.publisher(c.status, "std_msgs/msg/String", RELIABLE_QOS)
         self.actions_sent = 0
 
         def send_action(a: np.ndarray) -> None:
-            pub_action(encode(array_msg(profile.action.type, a, "action")))
+            pub_action(action_msg.encode(a, time.time_ns()))
             self.actions_sent += 1
 
         self.last_status: dict = {}

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from robot_bridge.codec import decode
+from robot_bridge.codec import stamp_ns
 from robot_bridge.core.streams import FUTURE_TOLERANCE_NS, StreamInput
 from robot_bridge.errors import BagError, DecodeError
 from robot_bridge.profile import CameraStream, JointStream, RobotProfile, VectorStream, stream_typename
@@ -39,6 +39,7 @@ class StreamReport:
     lags_ms: list[float] = field(default_factory=list)  # receive - header stamp
     unstamped: int = 0
     shapes: Counter = field(default_factory=Counter)  # "WxH enc", "N joints", "N values"
+    frame_sizes: Counter = field(default_factory=Counter)  # cameras: "WxH" as published (decoded size)
     incompatible_qos: int = 0
     seen_types: set[str] = field(default_factory=set)  # from discovery or the bag's connections
     offered: set[str] = field(default_factory=set)  # publishers' reliability, from discovery
@@ -48,14 +49,17 @@ class StreamReport:
     def on_raw(self, raw: bytes, recv_ns: int) -> None:
         self.recv.append(recv_ns)
         try:
-            msg = decode(raw, self.typename)
+            msg = self.input.decode(raw, self.typename)
         except DecodeError:
             msg = None  # the bridge's input counts it as malformed
         if msg is not None:
             self.shapes[_shape(msg)] += 1
+            size = _frame_size(msg)
+            if size:
+                self.frame_sizes[size] += 1
             header = getattr(msg, "header", None)
-            if header is not None:
-                stamp = header.stamp.to_ns()
+            if header is not None and hasattr(header, "stamp"):
+                stamp = stamp_ns(header)
                 if stamp:
                     self.lags_ms.append((recv_ns - stamp) / 1e6)
                 else:
@@ -78,16 +82,34 @@ class StreamReport:
 
 
 def _shape(msg) -> str:
-    name = type(msg).__name__
+    name = str(getattr(msg, "__msgtype__", "")).rsplit("/", 1)[-1]
     if name == "Image":
         return f"{msg.width}x{msg.height} {msg.encoding}"
     if name == "CompressedImage":
-        return f"{msg.format or '?'} ({msg.data.size} B)"
+        return f"{msg.format or '?'} {_frame_size(msg) or '?'} ({msg.data.size} B)"
     if name == "JointState":
         return f"{len(msg.name)} joints"
-    if hasattr(msg, "data"):
+    if name.endswith("MultiArray"):
         return f"{msg.data.size} values"
     return name
+
+
+def _frame_size(msg) -> str | None:
+    """'WxH' of an Image, or of a CompressedImage from its jpeg/png header (nothing decoded)."""
+    name = str(getattr(msg, "__msgtype__", "")).rsplit("/", 1)[-1]
+    if name == "Image":
+        return f"{msg.width}x{msg.height}"
+    if name != "CompressedImage":
+        return None
+    import io
+
+    from PIL import Image as PILImage
+
+    try:
+        with PILImage.open(io.BytesIO(msg.data.tobytes())) as im:
+            return f"{im.width}x{im.height}"
+    except (OSError, ValueError, PILImage.DecompressionBombError):
+        return None
 
 
 def _expected(s) -> str:
@@ -95,11 +117,14 @@ def _expected(s) -> str:
         enc = "rgb8|bgr8|rgba8|bgra8" if s.channels == 3 else "mono8"
         if s.type.endswith("CompressedImage"):
             enc = "jpeg|png"
+        g = s.geometry
+        if not g.is_identity:
+            return f"native {g.native[1]}x{g.native[0]} {enc}, stored {s.width}x{s.height}"
         return f"{s.width}x{s.height} {enc}"
     if isinstance(s, JointStream):
         return f"joints {','.join(s.names)}"
     if isinstance(s, VectorStream):
-        return f"{s.dim} values"
+        return f"{s.dim} values" + (f" from {', '.join(s.fields)}" if s.fields else "")
     return "6 values"
 
 
@@ -127,7 +152,8 @@ def _new_reports(profile: RobotProfile) -> list[StreamReport]:
     for s in profile.streams:
         typename = stream_typename(s)
         out.append(StreamReport(s.key, s.topic, typename, s.required, s.rate_hz, s.reliability,
-                                StreamInput(s.key, typename, stream_converter(s))))
+                                StreamInput(s.key, typename, stream_converter(s, profile),
+                                            decode=profile.msg_types.decode)))
     return out
 
 
@@ -187,8 +213,6 @@ def _discovered(transport, topics: set[str]) -> dict[str, list[tuple[str, str]]]
     try:
         from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
         from cyclonedds.core import Policy
-
-        from robot_bridge.transport.dds_types import dds_type_name
     except ImportError:
         return {}
     participant = getattr(transport, "participant", None)
@@ -196,7 +220,6 @@ def _discovered(transport, topics: set[str]) -> dict[str, list[tuple[str, str]]]
         return {}
     out: dict[str, list[tuple[str, str]]] = {}
     reader = BuiltinDataReader(participant, BuiltinTopicDcpsPublication)
-    ros_types = {dds_type_name(t): t for t in _known_types()}
     for ep in reader.take(N=4096):
         topic = ep.topic_name.removeprefix("rt")
         if topic not in topics:
@@ -206,7 +229,7 @@ def _discovered(transport, topics: set[str]) -> dict[str, list[tuple[str, str]]]
             if pol == Policy.Reliability.BestEffort:
                 rel = "best_effort"
         tn = ep.type_name
-        out.setdefault(topic, []).append((ros_types.get(tn, _ros_type(tn)), rel))
+        out.setdefault(topic, []).append((_ros_type(tn), rel))
     return out
 
 
@@ -215,12 +238,6 @@ def _ros_type(dds_name: str) -> str:
     if len(parts) == 4 and parts[2] == "dds_":
         return f"{parts[0]}/{parts[1]}/{parts[3].removesuffix('_')}"
     return dds_name
-
-
-def _known_types() -> list[str]:
-    from robot_bridge.codec import REGISTRY
-
-    return list(REGISTRY)
 
 
 def check_live(profile: RobotProfile, transport: Transport, seconds: float,
@@ -284,6 +301,26 @@ def check_bag(profile: RobotProfile, bag: Path) -> CheckReport:
     return CheckReport(profile, str(bag), seconds, reports, action)
 
 
+def camera_lines(report: CheckReport) -> list[str]:
+    """Per camera: the native size it should publish, what it did publish, and what the crop and
+    resize make of it (the stored, policy-size frame)."""
+    out = []
+    reports = {r.key: r for r in report.streams}
+    for cam in report.profile.cameras:
+        g, r = cam.geometry, reports[cam.key]
+        seen = ", ".join(f"{k} x{n}" for k, n in r.frame_sizes.most_common(3)) or "nothing"
+        steps = [f"native {g.native[1]}x{g.native[0]}"]
+        if cam.crop is not None:
+            b = g.box
+            steps.append(f"crop {b.width}x{b.height} at ({b.left}, {b.top})")
+        steps.append(f"stored {cam.width}x{cam.height}x{cam.channels}")
+        how = "as published" if g.is_identity else "area-average resize"
+        if abs(g.aspect_change - 1) > 0.01:
+            how += f", aspect ratio x{g.aspect_change:.2f}"
+        out.append(f"camera {cam.name}: {' -> '.join(steps)} ({how}); published: {seen}")
+    return out
+
+
 def render(report: CheckReport, console) -> None:
     """The per-stream table, then one line per problem (exactly what made the check fail)."""
     from rich.markup import escape
@@ -323,6 +360,8 @@ def render(report: CheckReport, console) -> None:
     table.add_row("action", escape(a["topic"]), seen, escape(a.get("type") or "-"), "reliable", "-",
                   f"{p.action.dim} values", "-", "-", "[green]yes[/]" if not a.get("problems") else "[red]NO[/]")
     console.print(table)
+    for line in camera_lines(report):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for line in report.problems:
         console.print(f"[red]✗[/] {escape(line)}", highlight=False, soft_wrap=True)
     if report.ok:

@@ -108,8 +108,9 @@ def sim_robot(
 
     prof = load_profile(profile, set_)
     stop = _stop_on_signals("sim-robot", supervisor_pid)
-    stats = run_sim_robot(prof, make_transport("dds", domain_id, loopback), stop, duration=duration,
-                          intervene=intervene, seed=seed, wait_subscribers=wait_subscribers, stats_out=stats_out)
+    stats = run_sim_robot(prof, make_transport("dds", domain_id, loopback, prof.msg_types), stop,
+                          duration=duration, intervene=intervene, seed=seed, wait_subscribers=wait_subscribers,
+                          stats_out=stats_out)
     console.print(f"sim-robot: {stats['resets']} resets, {stats['actions_received']} actions applied")
 
 
@@ -133,8 +134,8 @@ def bridge(
     prof = load_profile(profile, set_)
     run.mkdir(parents=True, exist_ok=True)
     stop = _stop_on_signals("bridge", supervisor_pid, "ending the episode, holding the arm, releasing the store")
-    stats = run_bridge(prof, run, make_transport(transport, domain_id, loopback), stop, duration=duration,
-                       stats_out=stats_out)
+    stats = run_bridge(prof, run, make_transport(transport, domain_id, loopback, prof.msg_types), stop,
+                       duration=duration, stats_out=stats_out)
     ep = stats["episodes"]
     console.print(f"bridge: {ep['committed']} episodes committed, {ep['discarded']} discarded, {ep['steps']} steps")
 
@@ -231,7 +232,7 @@ def check(
     if bag is not None:
         report = check_bag(prof, bag)
     else:
-        t = make_transport(transport, domain_id, loopback)
+        t = make_transport(transport, domain_id, loopback, prof.msg_types)
         try:
             report = check_live(prof, t, seconds, _stop_on_signals("check"))
         finally:

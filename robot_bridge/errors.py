@@ -23,6 +23,10 @@ class MessageRejected(BridgeError):
         self.reason = reason
 
 
+class MessageTypeError(BridgeError, ValueError):
+    """A message type, `.msg` file or field path named by a profile is unknown or unusable."""
+
+
 class TransportError(BridgeError):
     """The middleware could not be set up or used (DDS domain, rclpy missing...)."""
 

@@ -7,19 +7,25 @@ recorded group follows from it (`obs_specs`), so one profile means one schema.
 
 from __future__ import annotations
 
+import contextvars
+from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from robot_bridge.errors import ProfileError
 from robot_bridge.transport.base import QosSpec
+from worldsample.camera_settings import CAMERA_NAMES, RenderConfig
+from worldsample.frames import CropBox, FrameGeometry
 from worldsample.store import KeySpec
 from worldsample.yamlconfig import load_model
 
 Reliability = Literal["reliable", "best_effort"]
 IMAGE_TYPES = ("sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage")
 ARRAY_TYPES = ("std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray")
+MSG_TYPE = r"^[A-Za-z][A-Za-z0-9_]*/msg/[A-Za-z][A-Za-z0-9_]*$"  # pkg/msg/Name
+_PROFILE_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar("profile_dir", default=None)
 
 
 class _Strict(BaseModel):
@@ -39,16 +45,60 @@ class Stream(_Strict):
         return QosSpec(self.reliability, 5 if self.reliability == "best_effort" else 10)
 
 
+class FrameSize(_Strict):
+    height: int = Field(gt=0, le=16384)
+    width: int = Field(gt=0, le=16384)
+
+
+class CropSpec(_Strict):
+    """A box in native pixels: rows top..top+height, columns left..left+width."""
+
+    top: int = Field(0, ge=0)
+    left: int = Field(0, ge=0)
+    height: int = Field(gt=0, le=16384)
+    width: int = Field(gt=0, le=16384)
+
+
 class CameraStream(Stream):
+    """A camera: frames of `native` size on the wire, cut to `crop`, area-resized to height x width.
+
+    height x width is what the store keeps and the policy sees. Without `native` the camera must
+    publish exactly that size (no resize); without `crop` the whole native frame is resized (the
+    aspect ratio may change)."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
     type: Literal["sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"] = "sensor_msgs/msg/Image"
-    height: int = Field(gt=0, le=4096)
-    width: int = Field(gt=0, le=4096)
+    height: int = Field(gt=0, le=4096, description="stored (policy) frame height, after the crop and resize")
+    width: int = Field(gt=0, le=4096, description="stored (policy) frame width, after the crop and resize")
     channels: Literal[1, 3] = 3
+    native: FrameSize | None = Field(None, description="frame size the camera publishes; height x width by default")
+    crop: CropSpec | None = Field(None, description="box of the native frame kept before the resize; all of it by "
+                                  "default")
+
+    @model_validator(mode="after")
+    def _geometry(self) -> CameraStream:
+        try:
+            _ = self.geometry  # FrameGeometry checks the sizes and that the crop box is inside the frame
+        except ValueError as e:
+            hint = "" if self.native else "; without `native` the camera must publish height x width"
+            raise ValueError(f"camera {self.name!r}: {e}{hint}") from None
+        return self
 
     @property
     def key(self) -> str:
         return f"image_{self.name}"
+
+    @property
+    def native_size(self) -> tuple[int, int]:
+        """(height, width) of the frames on the wire."""
+        return (self.native.height, self.native.width) if self.native else (self.height, self.width)
+
+    @property
+    def geometry(self) -> FrameGeometry:
+        """native frame -> stored frame (worldsample.frames), the one transform every path uses."""
+        c = self.crop
+        return FrameGeometry(self.native_size, (self.height, self.width),
+                             CropBox(c.top, c.left, c.height, c.width) if c else None)
 
 
 class JointStream(Stream):
@@ -62,11 +112,26 @@ class JointStream(Stream):
 
 
 class VectorStream(Stream):
-    """A numeric array topic stored as one observation key."""
+    """Numbers from one topic of any message type, stored as one float32 observation key.
+
+    `fields` are paths to numeric fields of the message (`pose.position.x`, `position[0:7]`); the
+    vector is their values in order. A Float32/Float64MultiArray may leave them out: its whole
+    `data`, of exactly `dim` values. `dim` follows from `fields` when they are given."""
 
     key: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    type: Literal["std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray"] = "std_msgs/msg/Float32MultiArray"
-    dim: int = Field(gt=0, le=4096)
+    type: str = Field("std_msgs/msg/Float32MultiArray", pattern=MSG_TYPE, description="any message type (pkg/msg/Name)")
+    fields: list[str] | None = Field(None, min_length=1, description="numeric field paths, e.g. pose.position.x")
+    dim: int | None = Field(None, gt=0, le=4096, description="number of values; derived from `fields` when given")
+
+    @model_validator(mode="after")
+    def _dim(self) -> VectorStream:
+        if self.fields is None and self.type not in ARRAY_TYPES:
+            raise ValueError(f"vector stream {self.key!r}: {self.type} needs `fields` (paths to its numeric fields, "
+                             "e.g. [pose.position.x, pose.position.y]); only a MultiArray can go without")
+        if self.fields is None and self.dim is None:
+            raise ValueError(f"vector stream {self.key!r}: a {self.type.rsplit('/', 1)[-1]} without `fields` needs "
+                             "`dim`")
+        return self
 
 
 class WrenchStream(Stream):
@@ -75,8 +140,15 @@ class WrenchStream(Stream):
 
 
 class ActionSpec(_Strict):
+    """The action vector on the wire: a MultiArray's `data`, or numeric fields of any message type
+    (`fields`, one path per entry or a slice for several, e.g. twist.linear.x or
+    points[0].positions[0:7]), with `constants` for the other fields (header.frame_id, joint_names)."""
+
     topic: str = "/worldsample/action"
-    type: Literal["std_msgs/msg/Float32MultiArray", "std_msgs/msg/Float64MultiArray"] = "std_msgs/msg/Float32MultiArray"
+    type: str = Field("std_msgs/msg/Float32MultiArray", pattern=MSG_TYPE, description="any message type (pkg/msg/Name)")
+    fields: list[str] | None = Field(None, min_length=1, description="field path of each action entry, in order")
+    constants: dict[str, Any] = Field({}, description="field path -> value set in every action message")
+    stamp: bool = Field(True, description="set header.stamp to the send time (messages with a std_msgs/Header)")
     low: list[float]
     high: list[float]
     max_delta: float | list[float] = Field(2.0, description="max |a_t - a_(t-1)| per dimension")
@@ -84,6 +156,11 @@ class ActionSpec(_Strict):
 
     @model_validator(mode="after")
     def _dims(self) -> ActionSpec:
+        if self.fields is None and self.type not in ARRAY_TYPES:
+            raise ValueError(f"action type {self.type} needs `fields`: the message field of each action entry "
+                             "(e.g. [twist.linear.x, twist.linear.y, twist.linear.z]); only a MultiArray goes without")
+        if self.fields is None and self.constants:
+            raise ValueError("action constants need `fields` (a MultiArray action has no other fields to set)")
         n = len(self.low)
         sizes = {len(self.high), len(self.hold or self.low)}
         if isinstance(self.max_delta, list):
@@ -187,13 +264,34 @@ class SimSpec(_Strict):
     """Only read by `sim-robot`."""
 
     task: str = "push-v3"
-    images: Literal["synthetic", "render"] = "synthetic"
+    images: Literal["synthetic", "render"] = Field(
+        "render", description="render: MuJoCo renders of each camera; synthetic: a test pattern that encodes the step"
+    )
+    cameras: dict[str, str] = Field(
+        {}, description="profile camera name -> Meta-World camera it shows; unlisted names are Meta-World names"
+    )
+    render: RenderConfig = Field(default_factory=RenderConfig, description="render quality (fast on CPU by default)")
     physics_hz: float | None = Field(None, gt=0, description="sim steps per second; the control rate by default")
     seed: int = 0
+
+    @field_validator("cameras")
+    @classmethod
+    def _known_cameras(cls, cameras: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(cameras.values()) - set(CAMERA_NAMES))
+        if unknown:
+            raise ValueError(f"unknown Meta-World camera(s) {unknown}; choose from {list(CAMERA_NAMES)}")
+        return cameras
+
+    def sim_camera(self, name: str) -> str:
+        """The Meta-World camera rendered for the profile camera `name`."""
+        return self.cameras.get(name, name)
 
 
 class RobotProfile(_Strict):
     name: str
+    typestore: Literal["humble", "jazzy"] = Field("jazzy", description="ROS 2 distro of the message definitions")
+    types: dict[str, str] = Field({}, description="custom message types: pkg/msg/Name -> .msg file (relative to the "
+                                  "profile file)")
     control_rate_hz: float = Field(gt=0, le=1000)
     staleness_ms: float = Field(500, gt=0, description="a required stream older than this is stale")
     status_rate_hz: float = Field(2.0, gt=0)
@@ -206,6 +304,68 @@ class RobotProfile(_Strict):
     episode: EpisodeSpec = EpisodeSpec()
     reset: ResetSpec = ResetSpec()
     sim: SimSpec = SimSpec()
+
+    @field_validator("types")
+    @classmethod
+    def _msg_files(cls, v: dict[str, str]) -> dict[str, str]:
+        import re
+
+        base = _PROFILE_DIR.get() or Path.cwd()
+        out = {}
+        for name, path in v.items():
+            if not re.match(MSG_TYPE, name):
+                raise ValueError(f"custom type name {name!r} must look like pkg/msg/Name")
+            out[name] = str((base / Path(path).expanduser()).resolve())
+        return out
+
+    @cached_property
+    def msg_types(self):
+        """The MessageTypes of `typestore` plus the custom `types` (robot_bridge.codec.typestore)."""
+        from robot_bridge.codec.typestore import message_types
+
+        return message_types(self.typestore, self.types)
+
+    def action_mapping(self):
+        """The action vector <-> its message (robot_bridge.codec.fields.FieldMapping)."""
+        from robot_bridge.codec.fields import FieldMapping
+
+        a = self.action
+        return FieldMapping(self.msg_types, a.type, a.fields, a.dim, a.constants, a.stamp, "action")
+
+    def vector_mapping(self, v: VectorStream):
+        from robot_bridge.codec.fields import FieldMapping
+
+        return FieldMapping(self.msg_types, v.type, v.fields, v.dim, None, True, v.key)
+
+    @model_validator(mode="after")
+    def _message_types(self) -> RobotProfile:
+        """Every type, field path and constant must exist in the typestore and the custom `.msg` files."""
+        import numpy as np
+
+        types = self.msg_types  # MessageTypeError (a ValueError) names a missing or bad .msg file
+        for s in self.streams:
+            types.check(stream_typename(s))
+        for v in self.vectors:
+            try:
+                m = self.vector_mapping(v)
+            except ValueError as e:
+                raise ValueError(f"vectors {v.key!r}: {e}") from None
+            if v.dim is not None and m.dim != v.dim:
+                raise ValueError(f"vectors {v.key!r}: fields hold {m.dim} values, dim says {v.dim}")
+            object.__setattr__(v, "dim", m.dim)  # derived from the fields
+        try:
+            m = self.action_mapping()
+        except ValueError as e:
+            raise ValueError(f"action: {e}") from None
+        if m.dim != self.action.dim:
+            sizes = ", ".join(f"{p.text} ({p.dim})" for p in m.paths)
+            raise ValueError(f"action: fields give {m.dim} value(s) [{sizes}], but low/high have {self.action.dim}: "
+                             "one field per action entry")
+        try:  # a message of the hold action must serialise (constants of the right type and range)
+            m.encode(np.asarray(self.action.hold or [0.0] * self.action.dim))
+        except ValueError as e:
+            raise ValueError(f"action: {e}") from None
+        return self
 
     @model_validator(mode="after")
     def _unique(self) -> RobotProfile:
@@ -256,8 +416,13 @@ class RobotProfile(_Strict):
 
 
 def load_profile(path: Path | str, overrides: list[str] | None = None) -> RobotProfile:
-    """The profile at `path` with `key.path=value` overrides (see configs/robot_profiles/)."""
-    return load_model(RobotProfile, path, overrides, what="robot profile", error=ProfileError)
+    """The profile at `path` with `key.path=value` overrides (see configs/robot_profiles/). Paths of
+    custom `.msg` files (`types`) are relative to the profile's directory."""
+    token = _PROFILE_DIR.set(Path(path).resolve().parent)
+    try:
+        return load_model(RobotProfile, path, overrides, what="robot profile", error=ProfileError)
+    finally:
+        _PROFILE_DIR.reset(token)
 
 
 def stream_typename(s: Stream) -> str:

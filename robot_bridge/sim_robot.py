@@ -3,10 +3,12 @@ profile's rates (sensor QoS), applies actions from the action topic (the latest 
 between messages, like a real arm controller), answers reset commands, publishes success.
 
 One scheduler thread owns the MuJoCo env and every timer, so nothing touches the env
-concurrently. Images are MuJoCo renders (`sim.images: render`, slow on CPU) or a synthetic
-pattern whose first row encodes the physics step (`synthetic`, fast; tests check alignment with
-it). With `intervene=True` a simulated human (InterventionExpert) watches the received actions
-and publishes takeovers on the intervention topic.
+concurrently. Images are MuJoCo renders of each profile camera (`sim.images: render`, the
+default: the Meta-World camera `sim.cameras` maps it to, at the quality of `sim.render`, fast
+settings by default) or a synthetic pattern whose first row encodes the physics step
+(`synthetic`, cheaper still; tests check alignment with it). With `intervene=True` a simulated
+human (InterventionExpert) watches the received actions and publishes takeovers on the
+intervention topic.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ import json
 import logging
 import queue
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 
 import numpy as np
 
-from robot_bridge.codec import Bool, Header, Image, JointState, String, Time, array_msg, decode, encode
-from robot_bridge.errors import DecodeError, ProfileError
+from robot_bridge.codec import Bool, Header, Image, JointState, String, Time, decode, encode
+from robot_bridge.errors import DecodeError, MessageRejected, ProfileError
 from robot_bridge.profile import RobotProfile
 from robot_bridge.transport.base import RELIABLE_QOS, SENSOR_QOS, Transport
 
@@ -50,9 +52,18 @@ class SimRobot:
         render = profile.sim.images == "render"
         if render and any(c.height != c.width or c.height != cams[0].height for c in cams):
             raise ProfileError("sim.images=render needs square cameras of one size")
+        self._sim_cams = {c.name: profile.sim.sim_camera(c.name) for c in cams}
+        if render:
+            from worldsample.sim.config import CAMERA_NAMES
+
+            unknown = {n: m for n, m in self._sim_cams.items() if m not in CAMERA_NAMES}
+            if unknown:
+                raise ProfileError(f"sim.images=render: camera(s) {sorted(unknown)} are no Meta-World camera; map "
+                                   f"each to one in sim.cameras (e.g. {{{next(iter(unknown))}: corner}}), choose from "
+                                   f"{list(CAMERA_NAMES)}, or set sim.images=synthetic")
         self.env = make_env(SimArmConfig(
-            task=profile.sim.task, cameras=[c.name for c in cams] if render else [],
-            image_size=cams[0].height if render and cams else 64,
+            task=profile.sim.task, cameras=list(dict.fromkeys(self._sim_cams.values())) if render else [],
+            image_size=cams[0].height if render and cams else 64, render=profile.sim.render,
             max_episode_steps=profile.episode.max_steps + 50,
         ))
         self._human = InterventionExpert(self.env) if intervene else None
@@ -68,9 +79,13 @@ class SimRobot:
         self.published: Counter = Counter()
         self.actions_received = 0
         self.resets = 0
+        self.physics_steps = 0
+        self.step_ms: deque[float] = deque(maxlen=10_000)  # wall time of recent physics steps, renders included
 
         c = profile.control
         self._pub = {s.topic: transport.publisher(s.topic, self._typename(s), SENSOR_QOS) for s in profile.streams}
+        self._action_msg = profile.action_mapping()
+        self._vector_msg = {v.key: profile.vector_mapping(v) for v in profile.vectors}
         self._pub_success = transport.publisher(c.success, "std_msgs/msg/Bool", SENSOR_QOS) if c.success else None
         self._pub_event = transport.publisher(c.robot_event, "std_msgs/msg/String", RELIABLE_QOS)
         if intervene:
@@ -96,8 +111,8 @@ class SimRobot:
     # -- inputs (transport threads) -----------------------------------------------------------------
     def _on_action(self, raw: bytes, recv_ns: int) -> None:
         try:
-            a = np.asarray(decode(raw, self.p.action.type).data, np.float32)
-        except DecodeError:
+            a = self._action_msg.decode(raw).astype(np.float32)
+        except (DecodeError, MessageRejected):
             return
         if a.shape == self._action.shape and np.isfinite(a).all():
             self._action = a.copy()
@@ -135,8 +150,11 @@ class SimRobot:
         if self._human is not None:
             action, took = self._human.filter(self._action)
             if took:
-                self._pub_intervention(encode(array_msg(self.p.action.type, action, "action")))
+                self._pub_intervention(self._action_msg.encode(action, time.time_ns()))
+        t0 = time.perf_counter()
         self.obs, _, terminated, truncated, info = self.env.step(self._action)
+        self.step_ms.append(1000 * (time.perf_counter() - t0))
+        self.physics_steps += 1
         self.sim_step += 1
         self.success = self.success or bool(info["success"])
         self.done = terminated or truncated
@@ -147,7 +165,9 @@ class SimRobot:
         if self.obs is None:
             return
         if self.p.sim.images == "render":
-            img = self.obs[f"image_{cam.name}"]
+            img = self.obs[f"image_{self._sim_cams[cam.name]}"]
+            if cam.channels == 1:  # a mono camera: ITU-R BT.601 luma of the render
+                img = (img @ np.array([0.299, 0.587, 0.114])).round().astype(np.uint8)[..., None]
         else:
             img = synthetic_image(cam.height, cam.width, self.sim_step, self._bases[cam.name])
         ch = img.shape[2]
@@ -172,7 +192,8 @@ class SimRobot:
         src = self.obs.get(v.key, np.zeros(v.dim, np.float32)).reshape(-1)
         values = np.zeros(v.dim, np.float32)
         values[: min(v.dim, src.size)] = src[: v.dim]
-        self._send(v.topic, array_msg(v.type, values, v.key))
+        self._pub[v.topic](self._vector_msg[v.key].encode(values, now))
+        self.published[v.topic] += 1
 
     def _publish_all_sensors(self, now: int) -> None:
         for cam in self.p.cameras:
@@ -245,8 +266,11 @@ def run_sim_robot(profile: RobotProfile, transport: Transport, stop, duration: f
             robot.run(stop, on_second=second)
         finally:
             robot.close()
+    steps = np.asarray(robot.step_ms or [0.0])
     stats = {"published": dict(robot.published), "actions_received": robot.actions_received, "resets": robot.resets,
-             "seconds": time.monotonic() - t0}
+             "seconds": time.monotonic() - t0, "images": profile.sim.images, "physics_steps": robot.physics_steps,
+             "step_ms": {"p50": float(np.percentile(steps, 50)), "p99": float(np.percentile(steps, 99)),
+                         "max": float(steps.max())}}
     if stats_out is not None:
         Path(stats_out).write_text(json.dumps(stats, indent=2))
     return stats

@@ -1,15 +1,15 @@
 """One CDR codec for every transport: `encode(msg) -> bytes`, `decode(raw, typename) -> msg`.
 
-rosbags' Humble and Jazzy type stores are the reference: tests/bridge/test_codec.py checks that
-every message here encodes to their bytes and decodes theirs.
+Both go through rosbags (typestore.py): `decode` returns rosbags' message objects (same field
+names as the .msg), `encode` takes those or the dataclasses of messages.py. These module-level
+functions know Jazzy's stock messages; a profile's own typestore and custom `.msg` types come
+from `RobotProfile.msg_types` (a MessageTypes with the same two methods), and fields.py maps
+vectors to and from any numeric fields of any of them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 from robot_bridge.codec.arrays import array_msg
-from robot_bridge.codec.cdr import CdrReader, CdrWriter
 from robot_bridge.codec.messages import (
     REGISTRY,
     Bool,
@@ -27,69 +27,21 @@ from robot_bridge.codec.messages import (
     Wrench,
     WrenchStamped,
 )
-from robot_bridge.errors import DecodeError
+from robot_bridge.codec.typestore import MessageTypes, default_types, message_types, stamp_ns
 
 __all__ = [
     "REGISTRY", "Bool", "CompressedImage", "Float32MultiArray", "Float64MultiArray", "Header", "Image",
-    "JointState", "MultiArrayDimension", "MultiArrayLayout", "String", "Time", "Vector3", "Wrench",
-    "WrenchStamped", "array_msg", "decode", "encode", "message_class",
+    "JointState", "MessageTypes", "MultiArrayDimension", "MultiArrayLayout", "String", "Time", "Vector3", "Wrench",
+    "WrenchStamped", "array_msg", "decode", "default_types", "encode", "message_types", "stamp_ns",
 ]
 
-def message_class(typename: str) -> type:
-    try:
-        return REGISTRY[typename]
-    except KeyError:
-        raise DecodeError(f"message type {typename!r} is not supported; known: {sorted(REGISTRY)}") from None
-
-def _write(w: CdrWriter, msg) -> None:
-    for f in dataclasses.fields(msg):
-        kind, value = f.metadata["cdr"], getattr(msg, f.name)
-        if isinstance(kind, list):
-            w.primitive("uint32", len(value))
-            for item in value:
-                _write(w, item)
-        elif isinstance(kind, type):
-            _write(w, value)
-        elif kind == "string":
-            w.string(value)
-        elif kind == "string[]":
-            w.primitive("uint32", len(value))
-            for s in value:
-                w.string(s)
-        elif kind.endswith("[]"):
-            w.array(kind[:-2], value)
-        else:
-            w.primitive(kind, value)
-
-def _read(r: CdrReader, cls: type):
-    values = {}
-    for f in dataclasses.fields(cls):
-        kind = f.metadata["cdr"]
-        if isinstance(kind, list):
-            values[f.name] = [_read(r, kind[0]) for _ in range(r.count(1))]
-        elif isinstance(kind, type):
-            values[f.name] = _read(r, kind)
-        elif kind == "string":
-            values[f.name] = r.string()
-        elif kind == "string[]":
-            values[f.name] = [r.string() for _ in range(r.count(5))]
-        elif kind.endswith("[]"):
-            values[f.name] = r.array(kind[:-2])
-        else:
-            values[f.name] = r.primitive(kind)
-    return cls(**values)
 
 def encode(msg) -> bytes:
-    """CDR bytes (little endian, with the encapsulation header) of a message dataclass."""
-    w = CdrWriter()
-    _write(w, msg)
-    return w.bytes()
+    """CDR bytes (little endian, with the encapsulation header) of a message (dataclass or rosbags')."""
+    return default_types().encode(msg)
+
 
 def decode(raw: bytes | bytearray | memoryview, typename: str):
-    """Decode CDR bytes as `typename`; raises DecodeError on anything malformed. Numeric arrays are
-    read-only numpy views of `raw`."""
-    cls = message_class(typename)
-    try:
-        return _read(CdrReader(raw), cls)
-    except (ValueError, OverflowError) as e:  # a corrupt length can still trip numpy
-        raise DecodeError(f"{typename}: {e}") from None
+    """Decode CDR bytes as the stock message `typename`; raises DecodeError on anything malformed.
+    Numeric arrays are read-only numpy views of `raw`."""
+    return default_types().decode(raw, typename)

@@ -25,7 +25,7 @@ from robot_bridge.core.policy_source import PolicySource
 from robot_bridge.core.recorder import Recorder
 from robot_bridge.core.state import EpisodeStateMachine, Event, State
 from robot_bridge.core.streams import StreamInput, TopicCounters
-from robot_bridge.errors import DecodeError
+from robot_bridge.errors import DecodeError, MessageRejected
 from robot_bridge.profile import RobotProfile
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ class Controller:
         self.p, self.inputs, self.out, self.recorder, self.policy = profile, inputs, out, recorder, policy
         self.sm = EpisodeStateMachine()
         self.limiter = ActionLimiter(profile.action)
+        self._action_msg = profile.action_mapping()  # intervention messages -> action vectors
         self.counters = {t: TopicCounters() for t in ("command", "estop", "intervention", "robot_event", "success")}
         self._commands: queue.Queue = queue.Queue()
         self.estop = False
@@ -122,15 +123,21 @@ class Controller:
                 self.out.action(self.limiter.hold)
 
     def on_intervention(self, raw: bytes, recv_ns: int) -> None:
-        msg = self._decode("intervention", raw, self.p.action.type)
-        if msg is None:
+        c = self.counters["intervention"]
+        c.received += 1
+        try:
+            a = self._action_msg.decode(raw).astype(np.float32)
+        except DecodeError:
+            c.rejected["malformed"] += 1
             return
-        a = np.asarray(msg.data, np.float32)
+        except MessageRejected as e:  # a field path past a sequence's end, NaN
+            c.rejected[e.reason] += 1
+            return
         if a.shape != (self.p.action.dim,) or not np.isfinite(a).all():
-            self.counters["intervention"].accepted -= 1
             why = "wrong_size" if a.shape != (self.p.action.dim,) else "non_finite"
-            self.counters["intervention"].rejected[why] += 1
+            c.rejected[why] += 1
             return
+        c.accepted += 1
         self._intervention = (a.copy(), recv_ns)
 
     def on_robot_event(self, raw: bytes, recv_ns: int) -> None:

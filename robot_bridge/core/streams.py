@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robot_bridge.codec import decode
+from robot_bridge.codec import decode as default_decode
 from robot_bridge.errors import DecodeError, MessageRejected
 
 FUTURE_TOLERANCE_NS = 1_000_000_000  # stamps further ahead of the receive clock are wrong clocks
@@ -78,10 +78,13 @@ class StreamBuffer:
 
 
 class StreamInput:
-    """The subscription callback of one sensor topic."""
+    """The subscription callback of one sensor topic. `decode(raw, typename)`: the profile's
+    (`RobotProfile.msg_types.decode`, for its typestore and custom types); stock messages by default."""
 
-    def __init__(self, key: str, typename: str, to_array: Callable, depth: int = 64):
+    def __init__(self, key: str, typename: str, to_array: Callable, depth: int = 64,
+                 decode: Callable | None = None):
         self.key, self.typename, self._to_array = key, typename, to_array
+        self.decode = decode or default_decode
         self.buffer = StreamBuffer(depth)
         self.counters = TopicCounters()
         self.on_sample: Callable[[str, Sample], None] | None = None
@@ -91,7 +94,7 @@ class StreamInput:
         t0 = time.thread_time()
         self.counters.received += 1
         try:
-            stamp, value = self._to_array(decode(raw, self.typename))
+            stamp, value = self._to_array(self.decode(raw, self.typename))
             if stamp is not None and stamp > recv_ns + FUTURE_TOLERANCE_NS:
                 raise MessageRejected("stamp_in_future", f"{(stamp - recv_ns) / 1e9:.1f} s ahead of this clock")
             sample = Sample(stamp or recv_ns, recv_ns, value)

@@ -96,7 +96,10 @@ _CONFIGURED: dict[int, Domain] = {}
 
 
 class DdsTransport:
-    def __init__(self, domain_id: int = 0, config_xml: str | None = None):
+    """`types`: the profile's MessageTypes (its typestore and custom `.msg` types); Jazzy's stock
+    messages when None."""
+
+    def __init__(self, domain_id: int = 0, config_xml: str | None = None, types=None):
         try:
             if config_xml and domain_id not in _CONFIGURED:
                 _CONFIGURED[domain_id] = Domain(domain_id, config_xml)
@@ -108,13 +111,14 @@ class DdsTransport:
         self._events: dict[str, QosEvents] = defaultdict(QosEvents)
         self._lock = threading.Lock()
         self._writers: dict[str, DataWriter] = {}
+        self.types = types
 
     def _topic(self, topic: str, typename: str) -> Topic:
         with self._lock:
             if topic not in self._topics:
-                self._topics[topic] = Topic(self.participant, dds_topic_name(topic), idl_type(typename))
+                self._topics[topic] = Topic(self.participant, dds_topic_name(topic), idl_type(typename, self.types))
             t = self._topics[topic]
-        if t.data_type is not idl_type(typename):
+        if t.data_type is not idl_type(typename, self.types):
             raise TransportError(f"topic {topic} is already used with another type than {typename}")
         return t
 

@@ -24,8 +24,10 @@ SIM_PROFILE = ROOT / "configs" / "robot_profiles" / "sim_arm.yaml"
 
 
 def small_profile(tmp_path: Path, **changes) -> Path:
-    """The sim arm profile with a 32x32 camera at a fast control rate and short episodes."""
+    """The sim arm profile with a 32x32 camera at a fast control rate and short episodes; its frames
+    are the synthetic pattern that encodes the physics step (tests check alignment with it)."""
     data = yaml.safe_load(SIM_PROFILE.read_text())
+    data["sim"]["images"] = "synthetic"
     data["control_rate_hz"] = 20
     data["status_rate_hz"] = 10
     data["cameras"][0].update(height=32, width=32, rate_hz=20)

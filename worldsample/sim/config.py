@@ -10,8 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# Every Meta-World v3 task shares the Sawyer scene (xyz_base.xml) that defines these cameras.
-CAMERA_NAMES = ("corner", "corner2", "corner3", "corner4", "topview", "behindGripper", "gripperPOV")
+from worldsample.camera_settings import CAMERA_NAMES, RenderConfig
+
+__all__ = ["CAMERA_NAMES", "ExpertConfig", "InterventionConfig", "RandomizationConfig", "RenderConfig", "SimArmConfig"]
 
 Range = tuple[float, float]
 
@@ -54,6 +55,7 @@ class SimArmConfig(_Strict):
         default_factory=lambda: ["corner"], description="Meta-World camera names; [] = state only, no rendering"
     )
     image_size: int = Field(64, ge=16, le=512, description="height = width of every camera image, pixels")
+    render: RenderConfig = Field(default_factory=RenderConfig, description="render quality (fast on CPU by default)")
     domain: Literal["real", "sim"] = Field(
         "real", description="real: fixed scene with sensor noise; sim: randomised scene per episode"
     )

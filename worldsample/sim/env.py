@@ -48,7 +48,7 @@ class SimArmEnv(gymnasium.Env):
         model = self._arm.model
         level_world_cameras(model, cfg.cameras)
         self._randomizer = DomainRandomizer(model, cfg.cameras, cfg.randomization)
-        self._renderer = CameraRenderer(model, cfg.cameras, cfg.image_size) if cfg.cameras else None
+        self._renderer = CameraRenderer(model, cfg.cameras, cfg.image_size, cfg.render) if cfg.cameras else None
 
         size = cfg.image_size
         obs_spaces: dict[str, spaces.Space] = {

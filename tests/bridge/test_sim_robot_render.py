@@ -1,0 +1,110 @@
+"""sim-robot renders by default: each profile camera publishes, over DDS, the MuJoCo render of the
+Meta-World camera it maps to, frame for frame what the env renders for the same actions."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from robot_bridge.codec import String, array_msg, decode, encode
+from robot_bridge.errors import ProfileError
+from robot_bridge.profile import RobotProfile, SimSpec, load_profile
+from robot_bridge.sim_robot import SimRobot
+from robot_bridge.transport.base import RELIABLE_QOS, SENSOR_QOS
+from robot_bridge.transport.dds import LOOPBACK_XML, DdsTransport
+from tests.bridge.helpers import SIM_PROFILE, new_domain
+from worldsample.sim import SimArmConfig, make_env
+
+SIZE = 32
+
+
+def two_camera_profile(tmp_path, **sim) -> RobotProfile:
+    """The sim arm profile as shipped (its `sim:` section included) with an RGB corner and a mono wrist camera."""
+    data = yaml.safe_load(SIM_PROFILE.read_text())
+    corner = dict(data["cameras"][0], height=SIZE, width=SIZE)
+    wrist = dict(corner, name="wrist", topic="/cam/wrist/image_raw", channels=1)
+    data["cameras"] = [corner, wrist]
+    data["sim"].update(sim)
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_profile(path)
+
+
+def wait(pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def test_render_is_the_default():
+    assert SimSpec().images == "render"
+    assert load_profile(SIM_PROFILE).sim.images == "render"
+
+
+def test_each_camera_publishes_the_render_of_its_meta_world_camera(tmp_path):
+    profile = two_camera_profile(tmp_path, cameras={"wrist": "gripperPOV"}, seed=3)
+    domain = new_domain()
+    robot = SimRobot(profile, DdsTransport(domain, LOOPBACK_XML))
+    test = DdsTransport(domain, LOOPBACK_XML)
+    frames: dict[str, list[np.ndarray]] = {"corner": [], "wrist": []}
+
+    def on_frame(name):
+        def cb(raw, _):
+            msg = decode(raw, "sensor_msgs/msg/Image")
+            assert msg.encoding == ("rgb8" if name == "corner" else "mono8")
+            frames[name].append(np.asarray(msg.data, np.uint8).reshape(msg.height, msg.width, -1))
+        return cb
+
+    for cam in profile.cameras:
+        test.subscribe(cam.topic, cam.type, SENSOR_QOS, on_frame(cam.name))
+    command = test.publisher(profile.control.robot_command, "std_msgs/msg/String", RELIABLE_QOS)
+    action = test.publisher(profile.action.topic, profile.action.type, RELIABLE_QOS)
+    wait(lambda: all(robot.t.matched_subscribers(c.topic) for c in profile.cameras)
+         and test.matched_subscribers(profile.action.topic) and test.matched_subscribers(profile.control.robot_command),
+         10, "DDS discovery")
+    physics, publish_corner, publish_wrist = [fn for _, fn in robot.timers()[:3]]
+
+    command(encode(String(json.dumps({"cmd": "reset", "reset_id": 1, "episode": 0}))))
+    wait(lambda: physics(time.time_ns()) or robot.resets == 1, 10, "the reset")  # then one step holding still
+    push = np.array([0.0, 1.0, 0.0, 0.0], np.float32)  # the hand moves along +y, 1 cm a step
+    action(encode(array_msg(profile.action.type, push, "action")))
+    wait(lambda: robot.actions_received == 1, 10, "the action")
+
+    received = []
+    for _ in range(6):
+        physics(time.time_ns())
+        n = {k: len(v) for k, v in frames.items()}
+        publish_corner(time.time_ns())
+        publish_wrist(time.time_ns())
+        wait(lambda n=n: all(len(v) > n[k] for k, v in frames.items()), 10, "the frames")
+        received.append({k: v[-1] for k, v in frames.items()})
+    robot.close()
+    test.close()
+
+    # the same episode in the env: reset with the robot's seed, one step holding still, then the pushes
+    env = make_env(SimArmConfig(task=profile.sim.task, cameras=["corner", "gripperPOV"], image_size=SIZE,
+                                max_episode_steps=profile.episode.max_steps + 50))
+    env.reset(seed=3)
+    env.step(np.zeros(4, np.float32))
+    for got in received:
+        obs = env.step(push)[0]
+        np.testing.assert_array_equal(got["corner"], obs["image_corner"])
+        luma = (obs["image_gripperPOV"] @ np.array([0.299, 0.587, 0.114])).round()  # ITU-R BT.601
+        np.testing.assert_array_equal(got["wrist"][..., 0], luma)
+    env.close()
+    # a moving arm, seen differently by the two cameras
+    for cam in ("corner", "wrist"):
+        assert np.abs(received[0][cam].astype(int) - received[-1][cam]).sum() > 0
+    assert np.abs(received[-1]["corner"].mean(axis=-1) - received[-1]["wrist"][..., 0]).mean() > 10
+
+
+def test_a_camera_that_is_no_meta_world_camera_needs_a_mapping(tmp_path):
+    profile = two_camera_profile(tmp_path)  # "wrist" is not a Meta-World camera and is not mapped
+    with pytest.raises(ProfileError, match=r"\['wrist'\].*sim\.cameras"):
+        SimRobot(profile, transport=None)
+    with pytest.raises(ProfileError, match=r"sim\.cameras.*unknown Meta-World camera.*'ceiling'"):
+        two_camera_profile(tmp_path, cameras={"wrist": "ceiling"})
