@@ -380,6 +380,10 @@ def test_sections_collapse_and_remember(browser, loop_server):
         t.pg.click('details.section[data-section="data"] > summary')
         t.pg.wait_for_selector('.chart[data-metric="ppl/rho"][data-drawn="1"]')
         t.pg.click('details.section[data-section="learning"] > summary')
+        # "toggle" fires asynchronously: reload only once the choice is stored
+        t.pg.wait_for_function(
+            "() => JSON.parse(localStorage.getItem('worldsample-dashboard-sections') || '{}').learning === false"
+        )
         t.pg.reload()
         t.pg.wait_for_selector("html[data-first-paint-ms]", timeout=15_000)
         opened = t.pg.evaluate(OPEN_SECTIONS)

@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 from services.cli.main import app
 from worldsample.store import EpisodeStore
 
-from ..trainer.test_train_e2e import TINY
+from ..trainer.tiny import TINY
 from .cluster import ROOT, LocalCluster
 
 pytestmark = pytest.mark.slow

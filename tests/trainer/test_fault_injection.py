@@ -1,7 +1,9 @@
 """Fault injection on the main job (`worldsample run --robot bridge`), real processes: each process
 of the job in turn is SIGKILLed at a random moment of training, nothing of the run may be left
 30 s later, and `worldsample run --resume RUN` continues it. At the end the store verifies, real
-steps and episode ids continue without gaps or duplicates, and the summary is right.
+steps and episode ids continue without gaps or duplicates, and the summary is right. When the `run`
+supervisor is killed, every other process (bridge, simulated arm, dashboard, the local Ray and its
+reaper) ends by itself, the bridge as on SIGTERM (its episode closed, the store released).
 
 The victims: the bridge, the simulated arm, the learner's Ray actor process, the dashboard (the
 job goes on without it), and the `run` supervisor itself (which is also the trainer driver). Each kill's
@@ -24,8 +26,8 @@ from services.dashboard.server import free_port
 from worldsample.loop.checkpoint import load_checkpoint
 from worldsample.store import EpisodeStore
 
-from .procs import left_after, processes_naming, ray_temp_dir
-from .test_train_e2e import ROOT, TINY, rows
+from .procs import REAPER, left_after, processes_naming, ray_temp_dir
+from .tiny import ROOT, TINY, rows
 
 ENV = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 # the part of a process's command line that tells which process of the job it is
@@ -73,7 +75,8 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
     p = start(["--out", str(run), "--robot", "bridge", "--port", port, "--set", "demos.episodes=2",
                "--set", "loop.real_steps=100000", "--set", "loop.learner.bc_pretrain_steps=20", *TINY], log)
     costs = {}
-    for victim in ("bridge", "sim-robot", "learner", "dashboard", "run"):
+    # `run` before `dashboard`: the supervisor's kill must also take a running dashboard with it
+    for victim in ("bridge", "sim-robot", "learner", "run", "dashboard"):
         wait_for_learning(p, run, updates(run), log_path)
         if victim == "dashboard":  # the job goes on without it: it keeps learning
             os.kill(the_process(run, ray_temp_dir(run), "services.cli.main dashboard"), signal.SIGKILL)
@@ -82,20 +85,31 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
             continue
         time.sleep(float(rng.uniform(0.0, 3.0)))  # a random moment of training
         temp = ray_temp_dir(run)
+        if victim == "run":
+            running = " ".join(processes_naming(str(run), temp).values())
+            for part in ("robot_bridge bridge", "robot_bridge sim-robot", "dashboard", REAPER, "ray::", "raylet"):
+                assert part in running, f"{part} not found: checking that nothing outlives the kill proves nothing"
         pid = p.pid if victim == "run" else the_process(run, temp, VICTIMS[victim])
         os.kill(pid, signal.SIGKILL)
         t_kill = time.monotonic()
         p.wait(timeout=120)  # the supervisor ends the job when a part of it dies
         left = left_after([str(run), temp], timeout=30)
         assert not left, f"after killing the {victim}, still running 30 s later: {left}"
+        if victim == "run":
+            assert not os.path.exists(temp)
+            gone = f"supervisor pid {pid} is gone"
+            bridge_log = (run / "bridge.log").read_text()
+            assert f"{gone}; ending the episode, holding the arm, releasing the store" in bridge_log
+            assert "episodes committed" in bridge_log  # printed after the recorder closed the store
+            assert gone in (run / "sim-robot.log").read_text() and gone in (run / "dashboard.log").read_text()
         verify = subprocess.run([sys.executable, "-m", "services.cli.main", "store", "verify", str(run)], cwd=ROOT,
                                 env=ENV, capture_output=True, text=True)
         assert verify.returncode == 0, verify.stdout + verify.stderr
         restored = load_checkpoint(run / "trainer")
         kept = float(restored[0]["learner"]["updates"]) if restored else 0.0
         taken, before_steps = updates(run), real_steps(run)  # what the killed job had logged and committed
-        # after the last kill, a small budget from here ends the run
-        budget = ["--set", f"loop.real_steps={before_steps + 400}"] if victim == "run" else []
+        # after the supervisor's kill, a small budget from here ends the run (the dashboard is killed on the way)
+        budget = ["--set", f"loop.real_steps={before_steps + 250}"] if victim == "run" else []
         p = start(["--resume", str(run), "--port", port, *budget], log)
         deadline = time.monotonic() + 300
         while real_steps(run) <= before_steps:
@@ -106,7 +120,7 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
 
     # the last resume ends at its small budget
     assert p.wait(timeout=600) == 0, log_path.read_text()[-3000:]
-    budget = before_steps + 400
+    budget = before_steps + 250
     log.close()
     out = log_path.read_text()
 

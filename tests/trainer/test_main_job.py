@@ -9,7 +9,7 @@ import sys
 
 from worldsample.store import EpisodeStore
 
-from .test_train_e2e import ROOT, TINY
+from .tiny import ROOT, TINY
 
 
 def test_run_with_the_simulated_arm_over_dds(tmp_path):

@@ -1,6 +1,7 @@
 """`worldsample run --resume RUN` and `worldsample train RUN --resume`: the main job killed
 (SIGKILL) once its trainer has a checkpoint continues with one command and the run's own config;
-overrides given on resume are printed, saved and recorded in the run's config history."""
+overrides given on resume are printed, saved and recorded in the run's config history. Without
+`--resume` an existing run is refused; with it, step counters continue and nothing is lost or twice."""
 
 import json
 import os
@@ -21,7 +22,7 @@ from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 from worldsample.versioned import VersionedDir
 
-from .test_train_e2e import ROOT, TINY
+from .tiny import ROOT, TINY, rows
 
 ENV = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 BUDGET = 120  # real steps: a few lock-step episodes (at most 40 steps each) after the first checkpoint
@@ -91,6 +92,12 @@ def test_run_killed_after_a_checkpoint_resumes_with_one_command(tmp_path):
     real = store.reader("real", cache=False)
     n_real = real.num_episodes
     assert real.num_steps < BUDGET, "the run finished before it was killed; raise BUDGET"
+    n_rows = len(rows(run))
+    steps_before = max(r["step"] for r in rows(run))
+
+    # an existing run is never trained on by accident: it takes --resume
+    res = cli("train", str(run), *TINY, timeout=120)
+    assert res.returncode == 2 and "pass --resume" in " ".join(res.stdout.split() + res.stderr.split())
 
     res = cli("run", "--resume", str(run), "--no-dashboard", "--set", "loop.eval_episodes=1")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -102,6 +109,9 @@ def test_run_killed_after_a_checkpoint_resumes_with_one_command(tmp_path):
     real.refresh()
     assert real.num_episodes > n_real
     assert sorted(real.records) == list(range(real.num_episodes))  # no gap, nothing twice
+    assert min(r["step"] for r in rows(run)[n_rows:]) >= steps_before  # counters continue, never restart
+    logged = {k for r in rows(run) for k in r}
+    assert {"episode/length", "qf_loss", "wm/version", "batch/synthetic_share", "policy/version"} <= logged
     assert cli("store", "verify", str(run), timeout=120).returncode == 0
     events = [json.loads(line) for line in RunFiles.of(run).events.read_text().splitlines()]
     assert any(e["kind"] == "resume" and e["source"] == "trainer" for e in events)
