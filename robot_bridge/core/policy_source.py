@@ -1,7 +1,10 @@
 """The bridge's view of the policy registry: swaps to the newest valid version (or, with
 `follow="recommended"`, to the version RUN/policies/recommended names, `latest` until there is
 one), but only when asked, which the controller does at episode boundaries. A broken new version never replaces a
-working one; the error is kept for the status topic."""
+working one; the error is kept for the status topic.
+
+A version holding `policy.onnx` (a pixel policy: encoder + actor) runs with onnxruntime on one
+thread (worldsample/policy/onnx_actor.py); any other runs as the numpy MLP. Neither imports torch."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import numpy as np
 
 from worldsample.evaluation.recommend import FollowRecommended
 from worldsample.policy import NumpyActor, PolicyError, PolicyRegistry
+from worldsample.policy.onnx_actor import ONNX_FILE, OnnxActor
 from worldsample.versioned import VersionError, VersionWatcher
 
 log = logging.getLogger(__name__)
@@ -33,7 +37,7 @@ class PolicySource:
         self._rng = np.random.default_rng()
         self._obs_shapes = dict(obs_shapes)
         self._action_dim = action_dim
-        self.actor: NumpyActor | None = None
+        self.actor: NumpyActor | OnnxActor | None = None
         self.error: str | None = None
         self.swaps = 0
 
@@ -47,7 +51,7 @@ class PolicySource:
             latest = self._watch.poll()
             if latest is None:
                 return False
-            actor = NumpyActor(*self._registry.load(latest))
+            actor = self._load(latest)
             actor.check_obs(self._obs_shapes)
             if actor.config.action_dim != self._action_dim:
                 raise PolicyError(
@@ -62,6 +66,13 @@ class PolicySource:
         self.swaps += 1
         log.info("policy v%d loaded", actor.version)
         return True
+
+    def _load(self, version: int):
+        config, tensors = self._registry.load(version)
+        onnx_file = self._registry.dir.path(version) / ONNX_FILE
+        if onnx_file.exists():
+            return OnnxActor(onnx_file, config)  # imports onnxruntime on first use
+        return NumpyActor(config, tensors)
 
     def act(self, obs: Mapping[str, np.ndarray], hold: np.ndarray) -> np.ndarray:
         if self.actor is None:
