@@ -31,6 +31,9 @@ def profile_overrides(cfg: RunConfig) -> list[str]:
             "episode.auto_start=true", f"episode.explore={str(cfg.loop.explore).lower()}"]
     if not cfg.env.cameras:
         sets.append("cameras=[]")  # state-only runs: no camera streams to record
+    # the simulated arm renders its cameras with the run's render settings
+    sets += [f"sim.render.{k}={str(v).lower() if isinstance(v, bool) else v}"
+             for k, v in cfg.env.render.model_dump().items()]
     return sets
 
 

@@ -19,6 +19,18 @@ def test_dockerfile_is_ros_jazzy_with_cyclonedds_and_no_learner_deps():
         assert (ROOT / src).exists(), src
 
 
+def test_dockerfile_pins_the_robot_side_runtime_as_pyproject_does():
+    """The image runs pixel policies (onnxruntime), bags (rosbags) and DDS (cyclonedds) at the versions tested here."""
+    import re
+    import tomllib
+
+    pins = dict(re.match(r"([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)", d).groups()
+                for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"] if "==" in d)
+    text = (D / "Dockerfile").read_text()
+    for pkg in ("onnxruntime", "rosbags", "cyclonedds"):
+        assert f'"{pkg}=={pins[pkg]}"' in text, pkg
+
+
 def test_launch_file_runs_the_real_commands():
     tree = ast.parse((D / "bridge.launch.py").read_text())
     assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)

@@ -108,3 +108,12 @@ def test_a_camera_that_is_no_meta_world_camera_needs_a_mapping(tmp_path):
         SimRobot(profile, transport=None)
     with pytest.raises(ProfileError, match=r"sim\.cameras.*unknown Meta-World camera.*'ceiling'"):
         two_camera_profile(tmp_path, cameras={"wrist": "ceiling"})
+
+
+def test_the_main_jobs_render_settings_reach_the_simulated_arm():
+    from services.cli.dds_robot import DEFAULT_PROFILE, profile_overrides
+    from worldsample.config import load_config
+
+    cfg = load_config(None, ["env.render.shadows=true", "env.render.multisample=4"])
+    sim = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).sim
+    assert sim.render == cfg.env.render and sim.render.shadows and sim.render.multisample == 4
