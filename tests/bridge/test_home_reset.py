@@ -114,3 +114,6 @@ def test_bringup_example_profile_loads(tmp_path):
     p = load_profile(tmp_path / "arm7.yaml")
     assert [c.name for c in p.cameras] == ["front", "wrist"] and p.joints.dim == 14 and p.action.dim == 7
     assert p.reset.strategy == "home" and len(p.reset.home.pose) == 7 and p.control.success is None
+    front = p.cameras[0]
+    assert front.geometry.describe() == "640x480 -> crop 480x480 at (80, 0) -> 64x64"
+    assert p.cameras[1].geometry.describe() == "640x480 -> 64x64 (aspect ratio x0.75)"
