@@ -54,6 +54,15 @@ class RunConfig(BaseModel):
     intervention: InterventionConfig = InterventionConfig()
     loop: LoopConfig = LoopConfig()
 
+    @model_validator(mode="after")
+    def _vision_cameras_exist(self) -> RunConfig:
+        vision = self.loop.vision
+        if vision.enabled:
+            missing = [c for c in vision.cameras if c not in self.env.cameras]
+            if missing:
+                raise ValueError(f"loop.vision.cameras {vision.cameras}: env.cameras {self.env.cameras} lack {missing}")
+        return self
+
 
 def load_config(
     path: Path | None = None, overrides: list[str] | None = None, base: RunConfig | None = None

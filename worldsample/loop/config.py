@@ -26,6 +26,27 @@ def _cpu_learner() -> LearnerConfig:
     return LearnerConfig(hidden=[128, 128], batch_size=128, utd=1)
 
 
+LATENT_KEY = "latent"
+
+
+class VisionConfig(BaseModel):
+    """The image profile: the learner sees `latent` (a frozen pixel encoder's output, worldsample.vision)
+    and proprioception, never the task state. The encoder is pretrained on the demos (behaviour cloning
+    under random shift) before learning starts, saved in RUN/vision/encoder and frozen from then on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(False, description="learn from cameras + proprioception through a frozen pixel encoder")
+    cameras: list[str] = Field(["corner4"], min_length=1, max_length=8, description="env cameras the encoder sees")
+    latent_dim: int = Field(50, gt=0, le=4096)
+    pretrain_steps: int = Field(300, ge=1, le=1_000_000, description="encoder pretraining steps (CPU-sized)")
+    pretrain_batch: int = Field(64, ge=1, le=65_536)
+    shift_pad: int = Field(4, ge=0, le=32, description="random shift of up to this many pixels while pretraining")
+    channels: list[int] = Field([32, 32, 32, 32], min_length=1, max_length=8)
+    strides: list[int] = Field([2, 2, 1, 1], min_length=1, max_length=8)
+    threads: int | None = Field(None, ge=1, description="torch CPU threads while pretraining (None = as set)")
+
+
 class LoopConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -70,11 +91,31 @@ class LoopConfig(BaseModel):
         default_factory=_small_world_model,
         description="continual world model; image_keys [] (default) keeps it on vectors, any camera name makes it "
         "train on every camera in the store (minutes per round on CPU)")
+    vision: VisionConfig = Field(default_factory=VisionConfig, description="the image profile (pixel encoder)")
+
+    @model_validator(mode="after")
+    def _vision_keeps_the_state_out(self) -> LoopConfig:
+        keys = self.learner.obs_keys
+        if not self.vision.enabled:
+            if LATENT_KEY in keys:
+                raise ValueError(f"learner.obs_keys {keys} name {LATENT_KEY!r}, which only loop.vision.enabled makes")
+            return self
+        if "state" in keys:
+            raise ValueError(f"loop.vision is on, but learner.obs_keys {keys} include the task state `state`: on the "
+                             f"image profile the learner sees [{LATENT_KEY}, proprio] only")
+        if LATENT_KEY not in keys:
+            raise ValueError(f"loop.vision is on, but learner.obs_keys {keys} lack {LATENT_KEY!r}")
+        if any(k.startswith("image_") for k in keys):
+            raise ValueError(f"learner.obs_keys {keys}: cameras reach the learner through {LATENT_KEY!r} only")
+        if self.ppl.mode != "off":
+            raise ValueError(f"loop.vision with loop.ppl.mode={self.ppl.mode}: a world model and synthesis in the "
+                             f"{LATENT_KEY} space are not built yet; use loop.ppl.mode=off on the image profile")
+        return self
 
     @model_validator(mode="after")
     def _world_model_sees_what_the_learner_sees(self) -> LoopConfig:
         # synthetic episodes must carry the learner's observation keys; sizes come from the store
-        missing = {k: 1 for k in self.learner.obs_keys if k not in self.world_model.vector_keys}
+        missing = {k: 1 for k in self.learner.obs_keys if k not in self.world_model.vector_keys and k != LATENT_KEY}
         if missing:
             self.world_model.vector_keys = {**self.world_model.vector_keys, **missing}
         return self

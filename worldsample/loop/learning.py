@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from worldsample.learner.algorithm import MeanStats, SACAlgorithm
-from worldsample.loop.config import LoopConfig
+from worldsample.loop.config import LATENT_KEY, LoopConfig
 from worldsample.ppl.mixer import make_mixer
 from worldsample.store import EpisodeStore, GroupSampler
 
@@ -22,7 +22,9 @@ SYNTHETIC = "synthetic"
 def learner_spaces(store: EpisodeStore, loop: LoopConfig) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
     """(observation sizes per learner key, action low, action high) from the demonstrations' schema."""
     schema = store.schema("demo")
-    obs_dims = {k: int(np.prod(schema.keys[k].shape)) for k in loop.learner.obs_keys}
+    # the image profile's `latent` is no stored key: its size is the encoder's (loop.vision)
+    derived = {LATENT_KEY: loop.vision.latent_dim} if loop.vision.enabled else {}
+    obs_dims = {k: derived[k] if k in derived else int(np.prod(schema.keys[k].shape)) for k in loop.learner.obs_keys}
     return obs_dims, -np.ones(schema.action_dim, np.float32), np.ones(schema.action_dim, np.float32)
 
 
@@ -41,13 +43,25 @@ class Learning:
         self.algorithm = SACAlgorithm(self.agent, loop.reward, loop.reward_scale)
         self.rng = np.random.default_rng(loop.seed)
         self.keys = [*obs_dims]
-        self.demo = self._sampler(self.store.reader("demo", keys=self.keys))
-        real = self.store.reader("real", keys=self.keys)
+        self.encoder, self._vision_metrics = None, {}
+        if loop.vision.enabled:  # the image profile: `latent` from the run's frozen encoder (loop/vision.py)
+            from worldsample.loop.vision import ensure_encoder
+
+            self.encoder, self._vision_metrics = ensure_encoder(self.run_dir, loop)
+        self.demo = self._sampler(self._reader("demo"))
+        real = self._reader("real")
         self.online = self._sampler(real)
         self.interventions = self._sampler(real, step_key="intervention")
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
                                 entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)))
         self._synthetic_reader = None
+
+    def _reader(self, group: str):
+        if self.encoder is None:
+            return self.store.reader(group, keys=self.keys)
+        from worldsample.loop.vision import LatentReader
+
+        return LatentReader(self.store, group, self.encoder, self.keys)
 
     def _sampler(self, reader, **kw) -> GroupSampler:
         return GroupSampler(reader, obs_keys=self.keys, reward_key=self.algorithm.reward_key, **kw)
@@ -56,7 +70,7 @@ class Learning:
         """The success and failure pools of the synthetic group, once it exists and the mixer uses it."""
         if not self.mixer.uses_synthetic or self._synthetic_reader is not None or SYNTHETIC not in self.store.groups:
             return
-        self._synthetic_reader = self.store.reader(SYNTHETIC, keys=self.keys)
+        self._synthetic_reader = self._reader(SYNTHETIC)
         self.mixer.attach_synthetic(self._sampler(self._synthetic_reader, where=lambda r: r.success),
                                     self._sampler(self._synthetic_reader, where=lambda r: not r.success))
 
@@ -91,21 +105,37 @@ class Learning:
         if not self.loop.learner.bc_pretrain_steps or not self.demo.num_transitions:
             return {}
         reader = self.demo.reader
-        eps = [reader.episode(e) for e in range(reader.num_episodes)]
-        obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
-        actions = np.concatenate([ep["action"] for ep in eps])
+        if self.encoder is not None:  # `latent` exists only in the reader's cache (every committed demo step)
+            c = reader.cache
+            obs = flatten_obs({f"obs/{k}": c.view(k) for k in self.keys}, self.keys)
+            actions = c.view("action").copy()
+        else:
+            eps = [reader.episode(e) for e in range(reader.num_episodes)]
+            obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
+            actions = np.concatenate([ep["action"] for ep in eps])
         losses = self.algorithm.pretrain(obs, actions)
         return {
             **{f"pretrain/{k}": v for k, v in losses.items()},
             "pretrain/bc_steps": float(self.loop.learner.bc_pretrain_steps),
             "pretrain/transitions": float(len(actions)),
+            **self._vision_metrics,  # the encoder's own pretraining, when this run did it
         }
 
     def export(self, source: dict) -> int:
         """Publish the actor to the policy registry; its version."""
         from worldsample.learner.export import export_actor
 
-        return export_actor(self.agent, self.run_dir, self.obs_dims, source={**source, "updates": self.agent.updates})
+        source = {**source, "updates": self.agent.updates}
+        if self.encoder is None:
+            return export_actor(self.agent, self.run_dir, self.obs_dims, source=source)
+        # the image profile: policy.onnx (frozen encoder + actor) for onnxruntime, beside the usual files
+        from worldsample.learner.export import actor_policy
+        from worldsample.policy.onnx_export import publish_vision_policy
+
+        a = self.agent
+        cfg, tensors = actor_policy(a.actor_tensors(), self.obs_dims, a.cfg.hidden, a.cfg.layer_norm,
+                                    a.action_space.low, a.action_space.high, source)
+        return publish_vision_policy(self.run_dir, self.encoder, cfg, tensors, latent_key=LATENT_KEY)
 
     def state(self) -> dict:
         return {"learner": self.agent.group.get_state(), "mixer": self.mixer.state(),

@@ -25,8 +25,10 @@ class Evaluator:
         from worldsample.sim import make_env
 
         self.run_dir, self.loop = Path(run_dir), loop
-        # the policy sees vectors only: evaluating needs no camera renders (about 60 ms a frame on CPU)
-        self.eval_env = make_env(env_cfg.model_copy(update={"cameras": []}))
+        # the state policy sees vectors only: evaluating needs no camera renders; the image profile's
+        # policy renders the encoder's cameras
+        cameras = list(loop.vision.cameras) if loop.vision.enabled else []
+        self.eval_env = make_env(env_cfg.model_copy(update={"cameras": cameras}))
         self.rng = np.random.default_rng(loop.seed)
         self.policy, self.version = None, None
         self._policies = VersionWatcher(VersionedDir(RunFiles.of(run_dir).policies))
@@ -41,8 +43,20 @@ class Evaluator:
 
         version = self._policies.poll()
         if version is not None:
-            self.policy, self.version = load_actor(self.run_dir, version), version
+            self.policy = self._load(version) if self.loop.vision.enabled else load_actor(self.run_dir, version)
+            self.version = version
             self._policies.accept(version)
+
+    def _load(self, version: int):
+        """The image profile: the version's policy.onnx (frozen encoder + actor) through onnxruntime,
+        the same runner the bridge uses on the robot PC."""
+        from worldsample.policy import PolicyRegistry
+        from worldsample.policy.onnx_actor import ONNX_FILE, OnnxActor
+
+        reg = PolicyRegistry(self.run_dir)
+        config, _ = reg.load(version)
+        return OnnxActor(reg.dir.path(version) / ONNX_FILE, config=config,
+                         expect={k: tuple(v.shape) for k, v in self.eval_env.observation_space.spaces.items()})
 
     def _action(self, obs, explore: bool) -> np.ndarray:
         if self.policy is None:
