@@ -75,8 +75,8 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
     p = start(["--out", str(run), "--robot", "bridge", "--port", port, "--set", "demos.episodes=2",
                "--set", "loop.real_steps=100000", "--set", "loop.learner.bc_pretrain_steps=20", *TINY], log)
     costs = {}
-    # `run` before `dashboard`: the supervisor's kill must also take a running dashboard with it
-    for victim in ("bridge", "sim-robot", "learner", "run", "dashboard"):
+    # the dashboard before the learner: the learner's resume starts a new one, which the supervisor's kill must end
+    for victim in ("bridge", "sim-robot", "dashboard", "learner", "run"):
         wait_for_learning(p, run, updates(run), log_path)
         if victim == "dashboard":  # the job goes on without it: it keeps learning
             os.kill(the_process(run, ray_temp_dir(run), "services.cli.main dashboard"), signal.SIGKILL)
@@ -108,7 +108,7 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
         restored = load_checkpoint(run / "trainer")
         kept = float(restored[0]["learner"]["updates"]) if restored else 0.0
         taken, before_steps = updates(run), real_steps(run)  # what the killed job had logged and committed
-        # after the supervisor's kill, a small budget from here ends the run (the dashboard is killed on the way)
+        # after the last kill (the supervisor's), a small budget from here ends the run
         budget = ["--set", f"loop.real_steps={before_steps + 250}"] if victim == "run" else []
         p = start(["--resume", str(run), "--port", port, *budget], log)
         deadline = time.monotonic() + 300
