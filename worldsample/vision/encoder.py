@@ -12,20 +12,17 @@ A checkpoint is a directory with `encoder.json` (EncoderConfig) and `encoder.saf
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
-from worldsample.atomic import atomic_write_text
 from worldsample.errors import WorldSampleError
+from worldsample.vision.checkpoint import load_module, save_module
 
 CONFIG_FILE, TENSORS_FILE = "encoder.json", "encoder.safetensors"
 
@@ -114,40 +111,12 @@ class Encoder(nn.Module):
 
 def save_encoder(encoder: Encoder, directory: Path | str) -> Path:
     """Write `encoder.json` and `encoder.safetensors` into `directory` (each replaced atomically)."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().cpu().to(torch.float32).contiguous() for k, v in encoder.state_dict().items()}
-    tmp = d / f".{TENSORS_FILE}.tmp"
-    save_file(tensors, str(tmp), metadata={"format": encoder.config.format})
-    tmp.replace(d / TENSORS_FILE)
-    atomic_write_text(d / CONFIG_FILE, encoder.config.model_dump_json(indent=2))
-    return d
+    return save_module(encoder, encoder.config, directory, "encoder")
 
 
 def load_encoder(directory: Path | str) -> Encoder:
     """The encoder saved in `directory`, in eval mode; VisionError says what is missing or wrong."""
-    d = Path(directory)
-    try:
-        config = EncoderConfig.model_validate(json.loads((d / CONFIG_FILE).read_text()))
-    except FileNotFoundError:
-        raise VisionError(f"no encoder checkpoint in {d} ({CONFIG_FILE} is missing)") from None
-    except (ValueError, ValidationError) as e:
-        raise VisionError(f"{d / CONFIG_FILE} is invalid: {e}") from None
-    try:
-        tensors = load_file(str(d / TENSORS_FILE))
-    except (FileNotFoundError, SafetensorError, OSError) as e:
-        raise VisionError(f"cannot read {d / TENSORS_FILE}: {e}") from None
-    encoder = Encoder(config)
-    want = {k: tuple(v.shape) for k, v in encoder.state_dict().items()}
-    have = {k: tuple(v.shape) for k, v in tensors.items()}
-    if want != have:
-        diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
-        raise VisionError(f"{d / TENSORS_FILE} does not match {CONFIG_FILE}: tensors {diff[:6]} differ in name/shape")
-    for k, t in tensors.items():
-        if t.dtype != torch.float32 or not torch.isfinite(t).all():
-            raise VisionError(f"{d / TENSORS_FILE}: tensor {k} is not finite float32")
-    encoder.load_state_dict(tensors, strict=True)
-    return encoder.eval()
+    return load_module(directory, "encoder", EncoderConfig, Encoder, VisionError, "encoder checkpoint")
 
 
 def encode_frames(

@@ -29,7 +29,6 @@ the learner's reward: `SuccessClassifier.score_frames` / `predict` are what a ca
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import zlib
@@ -40,14 +39,12 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from worldsample.atomic import atomic_write_text
 from worldsample.errors import StoreError
 from worldsample.store import EpisodeStore
+from worldsample.vision.checkpoint import load_module, save_module
 from worldsample.vision.encoder import Encoder, VisionError, encode_frames
 from worldsample.world_model.heads import best_threshold, scores
 
@@ -311,40 +308,12 @@ class SuccessClassifier(nn.Module):
 
 def save_success_classifier(clf: SuccessClassifier, directory: Path | str) -> Path:
     """Write `success.json` and `success.safetensors` into `directory` (each replaced atomically)."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().cpu().to(torch.float32).contiguous() for k, v in clf.state_dict().items()}
-    tmp = d / f".{TENSORS_FILE}.tmp"
-    save_file(tensors, str(tmp), metadata={"format": clf.config.format})
-    tmp.replace(d / TENSORS_FILE)
-    atomic_write_text(d / CONFIG_FILE, clf.config.model_dump_json(indent=2))
-    return d
+    return save_module(clf, clf.config, directory, "success")
 
 
 def load_success_classifier(directory: Path | str) -> SuccessClassifier:
     """The classifier saved in `directory`, in eval mode; VisionError says what is missing or wrong."""
-    d = Path(directory)
-    try:
-        config = SuccessModelConfig.model_validate(json.loads((d / CONFIG_FILE).read_text()))
-    except FileNotFoundError:
-        raise VisionError(f"no success classifier in {d} ({CONFIG_FILE} is missing)") from None
-    except (ValueError, ValidationError) as e:
-        raise VisionError(f"{d / CONFIG_FILE} is invalid: {str(e)[:300]}") from None
-    try:
-        tensors = load_file(str(d / TENSORS_FILE))
-    except (FileNotFoundError, SafetensorError, OSError) as e:
-        raise VisionError(f"cannot read {d / TENSORS_FILE}: {e}") from None
-    clf = SuccessClassifier(config)
-    want = {k: tuple(v.shape) for k, v in clf.state_dict().items()}
-    have = {k: tuple(v.shape) for k, v in tensors.items()}
-    if want != have:
-        diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
-        raise VisionError(f"{d / TENSORS_FILE} does not match {CONFIG_FILE}: tensors {diff[:6]} differ in name/shape")
-    for k, t in tensors.items():
-        if t.dtype != torch.float32 or not torch.isfinite(t).all():
-            raise VisionError(f"{d / TENSORS_FILE}: tensor {k} is not finite float32")
-    clf.load_state_dict(tensors, strict=True)
-    return clf.eval()
+    return load_module(directory, "success", SuccessModelConfig, SuccessClassifier, VisionError, "success classifier")
 
 
 # -- training ---------------------------------------------------------------------------------------
