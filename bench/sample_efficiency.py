@@ -12,7 +12,8 @@ measured by the trainer every few episodes. Reported: success vs real steps (PNG
 steps to reach the threshold (80 %), and final success at the budget.
 
 Profiles live in configs/bench/ (`state`: 39-dim state observations, CPU-sized; `image`: cameras +
-proprioception through a frozen pixel encoder, docs/vision.md, `--arms off` only for now).
+proprioception through a frozen pixel encoder, docs/vision.md; all three arms, the world model
+and synthesis working in the encoder's latent space).
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def test_on_resume_the_encoder_is_loaded_not_retrained(image_run, tmp_path):
         ("loop.learner.obs_keys=[latent,state]", "include the task state"),
         ("loop.learner.obs_keys=[state,proprio]", "include the task state"),
         ("loop.learner.obs_keys=[proprio]", "lack 'latent'"),
-        ("loop.ppl.mode=ppl", "not built yet"),
+        ("loop.world_model.image_keys=[image_corner4]", "name cameras"),
         ("loop.vision.cameras=[topview]", "lack \\['topview'\\]"),
     ],
 )

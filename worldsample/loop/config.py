@@ -107,15 +107,30 @@ class LoopConfig(BaseModel):
             raise ValueError(f"loop.vision is on, but learner.obs_keys {keys} lack {LATENT_KEY!r}")
         if any(k.startswith("image_") for k in keys):
             raise ValueError(f"learner.obs_keys {keys}: cameras reach the learner through {LATENT_KEY!r} only")
-        if self.ppl.mode != "off":
-            raise ValueError(f"loop.vision with loop.ppl.mode={self.ppl.mode}: a world model and synthesis in the "
-                             f"{LATENT_KEY} space are not built yet; use loop.ppl.mode=off on the image profile")
+        if self.world_model.image_keys:
+            raise ValueError(f"loop.vision is on, but loop.world_model.image_keys {self.world_model.image_keys} name "
+                             f"cameras: on the image profile the world model reads {LATENT_KEY} (the frozen encoder's "
+                             "output) and proprioception, so its synthetic steps are in the learner's space")
+        if self.ppl.mode != "off" and self.recommend:
+            raise ValueError("loop.vision with loop.recommend: scoring exported policies in the world model needs "
+                             f"imagined starts in the {LATENT_KEY} space, which is not built; set loop.recommend=false")
         return self
 
     @model_validator(mode="after")
     def _world_model_sees_what_the_learner_sees(self) -> LoopConfig:
         # synthetic episodes must carry the learner's observation keys; sizes come from the store
-        missing = {k: 1 for k in self.learner.obs_keys if k not in self.world_model.vector_keys and k != LATENT_KEY}
+        wm = self.world_model
+        if self.vision.enabled:
+            # exactly the learner's keys, `latent` sized by the encoder: the defaults' `state` (which a YAML
+            # overlay cannot remove from the dict) never reaches the image profile's world model
+            keys = {k: self.vision.latent_dim if k == LATENT_KEY else wm.vector_keys.get(k, 1)
+                    for k in self.learner.obs_keys}
+            if "state" in keys:  # refused above already; kept here so no later change can let it in
+                raise ValueError("the image profile's world model never reads the task state `state`")
+            if wm.vector_keys != keys:
+                wm.vector_keys = keys
+            return self
+        missing = {k: 1 for k in self.learner.obs_keys if k not in wm.vector_keys and k != LATENT_KEY}
         if missing:
-            self.world_model.vector_keys = {**self.world_model.vector_keys, **missing}
+            wm.vector_keys = {**wm.vector_keys, **missing}
         return self

@@ -21,6 +21,18 @@ class Synthesis:
         self.models = VersionWatcher(self.wm_versions)
         self.synth = None
         self.steps_written = 0
+        self._latent_readers = None
+
+    def _readers(self):
+        """The image profile (loop.vision): branch off real states in the `latent` space of the run's
+        frozen encoder (the learner's), so synthetic episodes store `latent` and proprio, no frames."""
+        if not self.loop.vision.enabled:
+            return None
+        if self._latent_readers is None:  # one factory for the run: each episode is encoded once
+            from worldsample.loop.vision import LatentReaders, frozen_encoder
+
+            self._latent_readers = LatentReaders(frozen_encoder(self.run_dir, self.loop.vision))
+        return self._latent_readers
 
     @property
     def version(self) -> int | None:
@@ -33,7 +45,8 @@ class Synthesis:
         latest = self.models.poll()
         if latest is not None:
             model, _ = checkpoint.load(self.wm_versions.path(latest))
-            self.synth = Synthesiser(EpisodeStore(self.run_dir), Imaginer(model), self.loop.synth, self.low, self.high)
+            self.synth = Synthesiser(EpisodeStore(self.run_dir), Imaginer(model), self.loop.synth, self.low, self.high,
+                                     reader=self._readers())
             self.models.accept(latest)
         if self.synth is None:
             return {}

@@ -5,7 +5,12 @@
     LatentReader     a group reader whose cache holds `latent` (the frozen encoder's output of the
                      episode's frames, computed once per episode when it is loaded) instead of the
                      frames; every other key is cached as usual, so samplers, the mixer and the learner
-                     read `latent` like any vector key and the frames never reach them
+                     read `latent` like any vector key and the frames never reach them. A group that
+                     stores `latent` itself (`synthetic`, written by the world model) is read as is
+    frozen_encoder   the run's encoder, loaded (never trained) for the world model and the synthesiser
+    LatentReaders    a reader factory (worldsample.world_model.data.ReaderFactory) of LatentReaders
+    world_model_config  the loop's world model fitted to the store on the image profile: a vector
+                     model over {latent: D, proprio: P}, no cameras, never the task state
 
 The task state (`state`) may still be stored for analysis; the learner's readers do not cache it
 (loop/config.py refuses `state` in learner.obs_keys while vision is on). Imports torch.
@@ -78,15 +83,25 @@ class LatentCache(StepCache):
 
 class LatentReader(GroupReader):
     """A cached reader of `keys` (which may name `latent`) whose cache derives `latent` from the
-    encoder's cameras, once per episode (the encoder is frozen, so a cached latent never goes stale)."""
+    encoder's cameras, once per episode (the encoder is frozen, so a cached latent never goes stale).
+    A group that stores `latent` (the world model's `synthetic` episodes) is read as stored: its
+    latent must have the encoder's size, and it needs no frames."""
 
     def __init__(self, store: EpisodeStore, name: str, encoder: Encoder, keys: Iterable[str]):
         self.encoder = encoder
+        keys, schema = list(keys), store.schema(name)
+        stored_latent = schema.keys.get(LATENT_KEY)
+        self.encodes = stored_latent is None  # False: `latent` is a stored key of this group
+        if not self.encodes:
+            if tuple(stored_latent.shape) != (encoder.config.latent_dim,):
+                raise VisionError(f"group {name!r} stores {LATENT_KEY} as {tuple(stored_latent.shape)}; the run's "
+                                  f"encoder makes ({encoder.config.latent_dim},)")
+            super().__init__(store._group_path(name), name, keys=keys, cache=True)
+            return
         stored = [k for k in keys if k != LATENT_KEY]
         for k in encoder.config.keys:
             if k not in stored:
                 stored.append(k)
-        schema = store.schema(name)
         for k in encoder.config.keys:
             spec = schema.keys.get(k)
             want = (encoder.config.height, encoder.config.width, 3)
@@ -98,6 +113,69 @@ class LatentReader(GroupReader):
 
     def _refresh(self) -> int:
         # GroupReader builds a plain StepCache over the stored keys just before its first refresh
-        if not isinstance(self.cache, LatentCache):
+        if self.encodes and not isinstance(self.cache, LatentCache):
             self.cache = LatentCache(self.cache._specs, self.encoder)
         return super()._refresh()
+
+    def episode(self, episode: int, keys: Iterable[str] | None = None, verify: bool = True) -> dict[str, np.ndarray]:
+        """As GroupReader.episode; `latent` (on a group that derives it) comes from the cache when the
+        episode is cached, else from encoding its stored frames."""
+        keys = list(keys) if keys is not None else None
+        if not self.encodes or keys is None or LATENT_KEY not in keys:
+            return super().episode(episode, keys, verify)
+        rest = [k for k in keys if k != LATENT_KEY]
+        c = self.cache
+        with self._lock:
+            if episode in c.episode_ids and all(k in c.data for k in rest):
+                i = c.episode_ids.index(episode)
+                s, n = int(c.ep_start[i]), int(c.ep_len[i])
+                self._check_still_committed(episode)
+                return {k: c.view(k)[s : s + n].copy() for k in keys}
+        frames = list(self.encoder.config.keys)
+        data = super().episode(episode, [*rest, *(k for k in frames if k not in rest)], verify)
+        out = {k: data[k] for k in rest}
+        out[LATENT_KEY] = encode_frames(self.encoder, {k: data[k] for k in frames})
+        return out
+
+
+def frozen_encoder(run_dir: Path | str, vision: VisionConfig) -> Encoder:
+    """The run's encoder as the learner pretrained it (RUN/vision/encoder); never trained here."""
+    d = encoder_dir(run_dir)
+    if not (d / "encoder.json").exists():
+        raise VisionError(f"no encoder in {d}: on the image profile the learner pretrains it before the world model "
+                          "or the synthesiser reads `latent`")
+    return _check_fits(load_encoder(d), vision, d)
+
+
+class LatentReaders:
+    """A reader factory (store, group, keys) -> LatentReader, for the world model and the synthesiser.
+    A group's reader is made once per (store root, group, keys) and reused, so each episode is encoded
+    once for the factory's life (its users refresh the readers they get)."""
+
+    def __init__(self, encoder: Encoder):
+        self.encoder = encoder
+        self._made: dict[tuple[str, str, tuple[str, ...]], LatentReader] = {}
+
+    def __call__(self, store: EpisodeStore, group: str, keys: Iterable[str]) -> LatentReader:
+        key = (str(store.root), group, tuple(keys))
+        if key not in self._made:
+            self._made[key] = LatentReader(store, group, self.encoder, key[2])
+        return self._made[key]
+
+
+def world_model_config(loop: LoopConfig, store: EpisodeStore):
+    """loop.world_model fitted to the demos on the image profile: vector keys {latent: D, proprio: P}
+    in loop.world_model's order (sizes of stored keys from the schema, D from the encoder), no cameras.
+    Refuses the task state (loop/config.py derives these keys from loop.vision, so it never is)."""
+    from worldsample.world_model.modes import fit_to_store
+
+    wm = loop.world_model
+    bad = [k for k in wm.vector_keys if k == "state" or k.startswith("image_")] + list(wm.image_keys)
+    if bad:
+        raise VisionError(f"the image profile's world model reads {LATENT_KEY} and proprioception only, not {bad}")
+    fitted = fit_to_store(wm, store, "demo", images=False)
+    missing = [k for k in wm.vector_keys if k != LATENT_KEY and k not in fitted.vector_keys]
+    if missing:
+        raise VisionError(f"the demos store no {missing}, which the world model's vector keys name")
+    vectors = {k: loop.vision.latent_dim if k == LATENT_KEY else fitted.vector_keys[k] for k in wm.vector_keys}
+    return type(fitted).model_validate({**fitted.model_dump(), "vector_keys": vectors})

@@ -29,16 +29,36 @@ class WorldModelRounds:
         self.versions = VersionedDir(RunFiles.of(run_dir).world_model)
         self.rounds = 0
         self.tracker = None
+        self._readers = None  # the image profile's reader factory (latent from the frozen encoder)
+
+    def readers(self):
+        """None on the state profile; on the image profile (loop.vision) a factory of LatentReaders, so
+        the world model's `latent` is the learner's: the run's frozen encoder on the stored frames."""
+        if self.loop.vision.enabled and self._readers is None:
+            from worldsample.loop.vision import LatentReaders, frozen_encoder
+
+            self._readers = LatentReaders(frozen_encoder(self.run_dir, self.loop.vision))
+        return self._readers
+
+    def config(self, store: EpisodeStore):
+        """The loop's world-model config fitted to the demos' schema."""
+        from worldsample.world_model.modes import fit_to_store
+
+        if self.loop.vision.enabled:
+            from worldsample.loop.vision import world_model_config
+
+            return world_model_config(self.loop, store)
+        # an empty image_keys in the loop's config means a state-only model, cameras or not
+        return fit_to_store(self.loop.world_model, store, "demo", images=bool(self.loop.world_model.image_keys))
 
     def train(self) -> dict[str, float]:
         """One round: from scratch on the demos the first time, then continual on demo + real."""
-        from worldsample.world_model.modes import fit_to_store, train_run
+        from worldsample.world_model.modes import train_run
 
         store = EpisodeStore(self.run_dir)
-        # an empty image_keys in the loop's config means a state-only model, cameras or not
-        cfg = fit_to_store(self.loop.world_model, store, "demo", images=bool(self.loop.world_model.image_keys))
+        cfg = self.config(store)
         mode = "loop" if self.versions.latest() is not None else "demo"
-        _, path = train_run(self.run_dir, cfg, mode)
+        _, path = train_run(self.run_dir, cfg, mode, reader=self.readers())
         self.rounds += 1
         return {"wm/version": float(self.versions.latest()), "wm/rounds": float(self.rounds),
                 "wm/mode_loop": float(mode == "loop"), **head_metrics(json.loads(path.read_text())["meta"])}
@@ -72,9 +92,8 @@ class WorldModelRounds:
         store = EpisodeStore(self.run_dir)
         for g in [g for g in ("real", "demo") if g in store.groups]:  # prefer the robot's own held-out episodes
             try:
-                source = WindowSource(
-                    store, {g: 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every, split="heldout"
-                )
+                source = WindowSource(store, {g: 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every,
+                                      split="heldout", reader=self.readers())
                 fn = evaluate if model.cfg.image_keys else evaluate_vectors
                 return {"version": doc["version"], "group": g, **fn(model, source, horizons)}
             except NotEnoughDataError:

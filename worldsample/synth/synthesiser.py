@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from worldsample.store import EpisodeStore, GroupSchema, KeySpec, Retention, Sou
 from worldsample.synth.bounds import ObservedRange, outside
 from worldsample.synth.branching import perturb_actions
 from worldsample.synth.config import SynthConfig
+
+if TYPE_CHECKING:
+    from worldsample.world_model.data import ReaderFactory
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +73,16 @@ class Synthesiser:
     """`imaginer` is a `worldsample.world_model.Imaginer` (or anything with its `rollout` and `cfg`)."""
 
     def __init__(
-        self, store: EpisodeStore, imaginer, cfg: SynthConfig, action_low: np.ndarray, action_high: np.ndarray
+        self, store: EpisodeStore, imaginer, cfg: SynthConfig, action_low: np.ndarray, action_high: np.ndarray,
+        reader: ReaderFactory | None = None,
     ):
         self.store, self.im, self.cfg = store, imaginer, cfg
         wm = imaginer.cfg
         self.keys = [*wm.image_keys, *wm.vector_keys]
         self.low, self.high = np.asarray(action_low, np.float32), np.asarray(action_high, np.float32)
-        self.readers = {g: store.reader(g, keys=self.keys) for g in cfg.groups if g in store.groups}
+        # `reader` (store, group, keys) -> the branched groups' readers; the image profile's read `latent`
+        make = reader or (lambda st, g, k: st.reader(g, keys=k))
+        self.readers = {g: make(store, g, self.keys) for g in cfg.groups if g in store.groups}
         schema = synthetic_schema(wm.image_keys, dict(wm.vector_keys), wm.image_size, wm.action_dim)
         store.ensure_group("synthetic", schema, Retention(max_steps=cfg.pool_max_steps))
         self.observed = ObservedRange(wm.vector_keys)

@@ -10,6 +10,7 @@ steps (images, actions, labels) or the latents it has already encoded for the sa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,9 @@ from worldsample.store.reader import GroupReader
 from worldsample.world_model.errors import NotEnoughDataError
 
 LABEL_KEYS = ("action", "reward", "success", "done")
+# (store, group, keys) -> a cached reader of the group; the default is the store's own reader. The
+# image profile (worldsample.loop.vision) passes one whose cache derives `latent` from the frames.
+ReaderFactory = Callable[[EpisodeStore, str, list[str]], GroupReader]
 DOMAIN_OF_GROUP = {"demo": 0, "real": 0, "synthetic": 0, "sim": 1}
 
 
@@ -93,7 +97,7 @@ class WindowSource:
     """Windows mixed across groups by weight; a group with no window of the length gives its share away."""
 
     def __init__(self, store: EpisodeStore, weights: dict[str, float], keys: list[str], holdout_every: int,
-                 split: str = "train", max_episodes: dict[str, int] | None = None):
+                 split: str = "train", max_episodes: dict[str, int] | None = None, reader: ReaderFactory | None = None):
         missing = [g for g in weights if g not in store.groups]
         if missing:
             raise NotEnoughDataError(
@@ -102,9 +106,8 @@ class WindowSource:
             )
         self.weights = {g: w for g, w in weights.items() if w > 0}
         limit = max_episodes or {}
-        self.groups = {
-            g: GroupWindows(store.reader(g, keys=keys), holdout_every, split, limit.get(g)) for g in self.weights
-        }
+        make = reader or (lambda st, g, k: st.reader(g, keys=k))
+        self.groups = {g: GroupWindows(make(store, g, keys), holdout_every, split, limit.get(g)) for g in self.weights}
 
     def heldout(self, exclude: tuple[str, ...] = ()) -> WindowSource:
         """The held-out split of the same groups (but `exclude`), sharing this source's readers and caches."""

@@ -19,7 +19,7 @@ from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
 from worldsample.world_model import checkpoint, heads
 from worldsample.world_model.config import Mode, WorldModelConfig
-from worldsample.world_model.data import WindowSource
+from worldsample.world_model.data import ReaderFactory, WindowSource
 from worldsample.world_model.errors import NotEnoughDataError
 from worldsample.world_model.generators import make_generator
 from worldsample.world_model.model import WorldModel
@@ -74,12 +74,14 @@ def train_run(
     on_step: OnStep | None = None,
     on_round: Callable[[int, Path], None] | None = None,
     out_dir: Path | None = None,
+    reader: ReaderFactory | None = None,
 ) -> tuple[WorldModel, Path]:
-    """Train as `mode` says; returns the model and its last checkpoint's JSON path."""
+    """Train as `mode` says; returns the model and its last checkpoint's JSON path. `reader` makes
+    the groups' cached readers (default: the store's; the image profile's derive `latent`)."""
     store = EpisodeStore(run_dir)
     out_dir = out_dir or checkpoint_dir(run_dir)
     weights = group_weights(store, cfg, mode)
-    source = WindowSource(store, weights, cache_keys(cfg), cfg.train.holdout_every)
+    source = WindowSource(store, weights, cache_keys(cfg), cfg.train.holdout_every, reader=reader)
     start = init if init is not None else (out_dir if mode == "loop" else None)
     if start is not None:
         model, _ = checkpoint.load(start, expect=cfg, device=cfg.train.device)
