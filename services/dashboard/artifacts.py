@@ -34,6 +34,7 @@ from typing import Any
 from services.dashboard.data import RunData
 from services.dashboard.errors import BadRequest, NotFound
 from services.dashboard.models import ComparisonRow, PolicyEntry, ReportEntry
+from worldsample.evaluation.intervals import wilson
 from worldsample.paths import RunFiles
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -271,8 +272,17 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
+def _with_interval(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with its Wilson 95 % interval, when episodes and rate give whole successes."""
+    n, rate = row.get("episodes"), row.get("success_rate")
+    if n is None or rate is None or n < 1 or not 0 <= rate <= 1 or abs(rate * n - round(rate * n)) > 1e-6:
+        return row
+    lo, hi = wilson(round(rate * n), n)
+    return {**row, "ci_low": lo, "ci_high": hi}
+
+
 def report_rows(run_dir: Path) -> list[ComparisonRow]:
-    return [ComparisonRow(**row) for _, _, (_, rows) in _reports(run_dir) for row in rows]
+    return [ComparisonRow(**_with_interval(row)) for _, _, (_, rows) in _reports(run_dir) for row in rows]
 
 
 def store_rows(data: RunData) -> list[ComparisonRow]:
@@ -287,13 +297,16 @@ def store_rows(data: RunData) -> list[ComparisonRow]:
         acc[(g, name)].append(rec)
     rows = []
     for (g, name), recs in sorted(acc.items()):
-        n = len(recs)
+        n, wins = len(recs), sum(r.success for r in recs)
+        lo, hi = wilson(wins, n)
         rows.append(
             ComparisonRow(
+                ci_low=lo,
+                ci_high=hi,
                 policy=name,
                 source=f"store/{g}",
                 episodes=n,
-                success_rate=sum(r.success for r in recs) / n,
+                success_rate=wins / n,
                 mean_return=sum(r.episode_return for r in recs) / n,
                 mean_length=sum(r.length for r in recs) / n,
                 interventions_per_episode=sum(r.interventions for r in recs) / n,

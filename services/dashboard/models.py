@@ -283,12 +283,57 @@ class ComparisonRow(BaseModel):
     mean_return: float | None
     mean_length: float | None
     interventions_per_episode: float | None
+    ci_low: float | None = Field(None, description="Wilson 95 % interval of success_rate, lower end (null unless "
+                                 "episodes and success_rate give a whole number of successes)")
+    ci_high: float | None = Field(None, description="Wilson 95 % interval of success_rate, upper end")
+
+
+class VersionEval(BaseModel):
+    evaluations: int = Field(ge=1, description="evaluation rows of this version in metrics.jsonl")
+    step: int = Field(description="the step of the newest evaluation (the one shown)")
+    episodes: int = Field(ge=1, description="episodes of the newest evaluation")
+    successes: int = Field(ge=0)
+    success_rate: float = Field(ge=0, le=1)
+    ci_low: float = Field(ge=0, le=1, description="Wilson score interval, lower end")
+    ci_high: float = Field(ge=0, le=1, description="Wilson score interval, upper end")
+
+
+class VersionOnline(BaseModel):
+    episodes: int = Field(ge=1, description="episodes of the online group recorded with this version")
+    successes: int = Field(ge=0, description="successes, the operator's label where there is one")
+    success_rate: float = Field(ge=0, le=1)
+    ci_low: float = Field(ge=0, le=1, description="Wilson score interval, lower end")
+    ci_high: float = Field(ge=0, le=1, description="Wilson score interval, upper end")
+    labelled: int = Field(ge=0, description="episodes whose success is the operator's label")
+    intervention_share: float = Field(ge=0, le=1, description="share of steps a person drove")
+    episodes_with_intervention: int = Field(ge=0)
+
+
+class VersionRow(BaseModel):
+    version: int | None = Field(description="null: no policy published yet (random actions)")
+    name: str = Field(max_length=32, description="v<version>, or none")
+    evaluation: VersionEval | None = Field(description="the trainer's newest evaluation of this version")
+    online: VersionOnline | None = Field(description="the episodes the robot ran with this version")
+
+
+class VersionTable(BaseModel):
+    confidence: float = Field(description="the intervals' confidence level (0.95)")
+    online_group: str = Field(description="the store group whose episodes count as online")
+    versions: list[VersionRow] = Field(max_length=500, description="oldest version first (at most 500, newest kept)")
+    truncated: bool = Field(description="more versions than listed")
+    eval_rows: int = Field(description="evaluation rows used")
+    rate_only_rows: int = Field(description="evaluation rows with a rate but no counts (older runs): no interval")
+    skipped_rows: int = Field(description="evaluation rows skipped because their figures do not hold together")
+    skipped_reasons: list[str] = Field(max_length=5, description="why, for the first few")
+    damaged_episodes: int = Field(description="online episodes the store set aside as damaged (not counted)")
 
 
 class PolicyOverview(BaseModel):
     policies: list[PolicyEntry]
     reports: list[ReportEntry]
     comparison: list[ComparisonRow]
+    versions: VersionTable = Field(description="success per policy version with Wilson 95 % intervals: the "
+                                   "trainer's evaluations and the online episodes")
 
 
 # -- the run's config and the runs beside it ----------------------------------------------------

@@ -223,8 +223,9 @@ class Loop:
         # the store is the truth: episodes committed after the checkpoint count once
         self.seen_steps = self.real.num_steps
         if self._evaluates():
-            self.summary.success_before = self._evaluation()
-            self.metrics.log(self.seen_steps, {"eval/success_rate": self.summary.success_before})
+            row = self._eval_row()
+            self.summary.success_before = row["eval/success_rate"]
+            self.metrics.log(self.seen_steps, row)
         self.start_episodes = self.episodes_now = self.real.num_episodes
         self.status.set(state="paused" if self.paused else "running", phase="paused" if self.paused else "training",
                         real_steps=self.seen_steps, write=True)
@@ -248,8 +249,9 @@ class Loop:
             self.metrics.log(self.seen_steps, rec)
             s.recommended = int(rec["recommend/version"]) if "recommend/version" in rec else None
         if self._evaluates():
-            s.success_after = self._evaluation()
-            self.metrics.log(self.seen_steps, {"eval/success_rate": s.success_after})
+            row = self._eval_row()
+            s.success_after = row["eval/success_rate"]
+            self.metrics.log(self.seen_steps, row)
         if self.parts.evaluator is not None:
             get(self.parts.evaluator, "close")
         if self.parts.world_model is not None and self.cfg.wm_eval_horizons:
@@ -358,7 +360,7 @@ class Loop:
 
     def evaluate(self) -> None:
         if self._evaluates() and self._due(self.cfg.eval_every_episodes, first=False):
-            self.round.row["eval/success_rate"] = self._evaluation()
+            self.round.row.update(self._eval_row())
 
     def log(self) -> None:
         row = self.round.row
@@ -391,10 +393,18 @@ class Loop:
     def _evaluates(self) -> bool:
         return self.parts.evaluator is not None and self.cfg.eval_episodes > 0
 
-    def _evaluation(self) -> float:
+    def _eval_row(self) -> dict[str, float]:
+        """One evaluation as a metrics row: the rate, and the counts and the policy version it
+        evaluated, so that the dashboard can put a confidence interval on each version's success
+        (`eval/policy_version` is absent while no policy is published: random actions)."""
         ev = get(self.parts.evaluator, "evaluate", self.cfg.eval_episodes, EVAL_SEED0)
         self.summary.evals.append((self.seen_steps, ev["success_rate"], ev["policy_version"]))
-        return ev["success_rate"]
+        row = {"eval/success_rate": float(ev["success_rate"])}
+        if ev.get("episodes") is not None and ev.get("successes") is not None:  # counts not made up when not told
+            row.update({"eval/episodes": float(ev["episodes"]), "eval/successes": float(ev["successes"])})
+        if ev.get("policy_version") is not None:
+            row["eval/policy_version"] = float(ev["policy_version"])
+        return row
 
     def _save(self, parts: dict, round_: int) -> None:
         meta = {"round": round_, "real_steps": self.seen_steps, "real_episodes": self.real.num_episodes}

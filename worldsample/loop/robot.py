@@ -80,6 +80,7 @@ class Evaluator:
         return {
             "success_rate": wins / n,
             "episodes": episodes,
+            "successes": wins,
             "policy_version": self.version,
             "mean_length": steps / n,
         }

@@ -10,6 +10,7 @@ from services.dashboard import artifacts
 from services.dashboard.context import AppContext
 from services.dashboard.models import PolicyOverview, ReportEntry
 from services.dashboard.routes.deps import READ_ERRORS, get_ctx, read_access
+from services.dashboard.versions import version_table
 
 router = APIRouter(prefix="/api", tags=["policies"], dependencies=[Depends(read_access)], responses=READ_ERRORS)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
@@ -21,6 +22,7 @@ def policies(ctx: Ctx) -> PolicyOverview:
         policies=artifacts.list_policies(ctx.run_dir),
         reports=artifacts.list_reports(ctx.run_dir),
         comparison=artifacts.store_rows(ctx.data) + artifacts.report_rows(ctx.run_dir),
+        versions=version_table(ctx.data, ctx.metrics),
     )
 
 

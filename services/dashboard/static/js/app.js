@@ -2,7 +2,7 @@
 
 import { ApiError, earlyJSON, getJSON, MIN_TOKEN_LENGTH, postJSON, retrying, subscribe, token } from "./api.js";
 import { Charts, MARK_LEGEND, StoreCharts } from "./charts.js";
-import { ago, bytes, clock, esc, int, num, pct } from "./format.js";
+import { ago, bytes, clock, esc, int, num, pct, pctCI } from "./format.js";
 import { Player } from "./player.js";
 import { CompareRuns, loadConfig, renderCluster, RobotPanel } from "./panels.js";
 
@@ -337,17 +337,52 @@ for (const [id, ok] of [["#label-success", true], ["#label-failure", false]]) {
 }
 
 // -- policies ---------------------------------------------------------------------------------
+// a rate as a bar and its interval as whiskers (positions set through CSSOM: the page's CSP has no inline styles)
+function ciBar(rate, lo, hi) {
+  if (rate === null || rate === undefined) return "";
+  const ci = lo === null || lo === undefined ? "" : `<span class="ci" data-l="${(100 * lo).toFixed(1)}" data-r="${(100 * hi).toFixed(1)}"></span>`;
+  return `<div class="cibar" title="${pctCI(rate, lo, hi)}"><span class="track"></span><span class="fill" data-w="${(100 * rate).toFixed(1)}"></span>${ci}</div>`;
+}
+function placeBars(root) {
+  root.querySelectorAll(".cibar .fill").forEach((el) => { el.style.width = `${el.dataset.w}%`; });
+  root.querySelectorAll(".cibar .ci").forEach((el) => { el.style.left = `${el.dataset.l}%`; el.style.width = `${el.dataset.r - el.dataset.l}%`; });
+}
+
+function renderVersions(t) {
+  const rows = t.versions.map((v) => {
+    const e = v.evaluation, o = v.online;
+    return `<tr data-version="${esc(v.name)}"><td>${esc(v.name)}</td>
+      <td class="num">${e ? int(e.evaluations) : "–"}</td>
+      <td class="num">${e ? `${int(e.successes)}/${int(e.episodes)}` : "–"}</td>
+      <td class="num eval-ci">${e ? pctCI(e.success_rate, e.ci_low, e.ci_high) : "–"}</td><td>${e ? ciBar(e.success_rate, e.ci_low, e.ci_high) : ""}</td>
+      <td class="num">${o ? `${int(o.successes)}/${int(o.episodes)}${o.labelled ? ` (${int(o.labelled)} labelled)` : ""}` : "–"}</td>
+      <td class="num online-ci">${o ? pctCI(o.success_rate, o.ci_low, o.ci_high) : "–"}</td><td>${o ? ciBar(o.success_rate, o.ci_low, o.ci_high) : ""}</td>
+      <td class="num">${o ? `${(100 * o.intervention_share).toFixed(0)} %` : "–"}</td></tr>`;
+  }).join("");
+  $("#versions-table tbody").innerHTML = rows
+    || '<tr><td colspan="9" class="muted">no evaluations with counts and no online episodes with a policy version yet</td></tr>';
+  placeBars($("#versions-table"));
+  const notes = [];
+  if (t.rate_only_rows) notes.push(`${t.rate_only_rows} evaluation rows carry a rate only (no episode counts): not shown`);
+  if (t.skipped_rows) notes.push(`${t.skipped_rows} evaluation rows skipped: ${t.skipped_reasons.join("; ")}`);
+  if (t.damaged_episodes) notes.push(`${t.damaged_episodes} damaged ${t.online_group} episodes not counted`);
+  if (t.truncated) notes.push("only the newest versions are listed");
+  notes.push("evaluations repeat the same held-out starts: the newest evaluation of a version is shown, not pooled");
+  $("#versions-note").textContent = notes.join(" · ");
+}
+
 async function loadPolicies() {
   let p;
   try { p = await getJSON("/api/policies"); } catch (err) { return readFailed(err); }
+  renderVersions(p.versions);
   const best = Math.max(...p.comparison.map((r) => r.success_rate ?? -1));
   $("#comparison-table tbody").innerHTML = p.comparison.map((r) => `<tr>
       <td>${r.success_rate === best && best >= 0 ? "<b>" + esc(r.policy) + "</b>" : esc(r.policy)}</td><td class="muted">${esc(r.source)}</td>
-      <td class="num">${int(r.episodes)}</td><td class="num">${pct(r.success_rate)}</td>
-      <td><div class="bar"><i data-w="${(100 * (r.success_rate ?? 0)).toFixed(0)}"></i></div></td>
+      <td class="num">${int(r.episodes)}</td><td class="num">${pctCI(r.success_rate, r.ci_low, r.ci_high)}</td>
+      <td>${ciBar(r.success_rate, r.ci_low, r.ci_high)}</td>
       <td class="num">${num(r.mean_return)}</td><td class="num">${num(r.mean_length, 1)}</td><td class="num">${num(r.interventions_per_episode, 2)}</td></tr>`).join("")
     || '<tr><td colspan="8" class="muted">no episodes or reports yet</td></tr>';
-  document.querySelectorAll("#comparison-table [data-w]").forEach((el) => { el.style.width = `${el.dataset.w}%`; });
+  placeBars($("#comparison-table"));
   $("#policies-table tbody").innerHTML = p.policies.map((x) => `<tr><td>${esc(x.name)}</td><td class="wrap">${esc(x.files.join(", "))}</td>
       <td class="num">${bytes(x.size_bytes)}</td><td class="num">${ago(x.modified)}</td><td class="wrap mono">${esc(JSON.stringify(x.meta).slice(0, 160))}</td></tr>`).join("")
     || '<tr><td colspan="5" class="muted">no policies published yet</td></tr>';

@@ -29,6 +29,13 @@ export function pct(v) {
   return v === null || v === undefined ? "–" : `${(100 * v).toFixed(0)}%`;
 }
 
+// a rate with its interval, "42 % [28-57]" ("–" without a rate; the rate alone without an interval)
+export function pctCI(rate, lo, hi) {
+  if (rate === null || rate === undefined) return "–";
+  const p = (v) => (100 * v).toFixed(0);
+  return lo === null || lo === undefined || hi === null || hi === undefined ? `${p(rate)} %` : `${p(rate)} % [${p(lo)}-${p(hi)}]`;
+}
+
 export function ago(t, now = Date.now() / 1000) {
   if (!t) return "–";
   const s = Math.max(0, now - t);
