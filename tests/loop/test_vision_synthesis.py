@@ -11,8 +11,6 @@ import pytest
 
 from worldsample.config import load_config
 from worldsample.errors import ConfigError
-from worldsample.loop.loop import Loop, schedule_for
-from worldsample.loop.parts import build_parts
 from worldsample.store import EpisodeStore
 
 from .test_vision_loop import TINY
@@ -47,31 +45,19 @@ TINY_WM = [
 ]
 
 
+# the same run also learns from the success classifier's reward (test_vision_reward.py reads it):
+# 4 demos long enough to succeed (the classifier's train / calibration / test split), one-step rows
+CLASSIFIER = [
+    "demos.episodes=4",
+    "env.max_episode_steps=70",
+    "loop.reward=classifier",
+    "loop.learner.n_step=1",  # a batch row's reward is then its own step's reward
+    "loop.vision.success_steps=60",
+]
+
+
 def _config(*extra):
     return load_config(IMAGE, [*TINY, *TINY_WM, *extra])
-
-
-@pytest.fixture(scope="module")
-def ppl_run(tmp_path_factory):
-    from worldsample.demos import collect_demos
-
-    run = tmp_path_factory.mktemp("image_ppl_run")
-    cfg = _config("loop.ppl.mode=ppl")
-    collect_demos(run, cfg, cfg.demos.episodes)
-    parts = build_parts(run, cfg, EpisodeStore(run))
-    learning = parts.learner.obj
-    batches = []
-    sample = learning.mixer.sample
-
-    def recording(*a, **kw):
-        batch = sample(*a, **kw)
-        batches.append(batch)
-        return batch
-
-    learning.mixer.sample = recording
-    rows = []
-    summary = Loop(run, cfg.loop, parts, schedule_for(cfg.loop), on_round=lambda r: rows.append(dict(r))).run()
-    return run, cfg, learning, batches, rows, summary
 
 
 def test_the_world_models_keys_on_the_image_profile_exclude_the_state():

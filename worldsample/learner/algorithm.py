@@ -83,13 +83,15 @@ class SACAlgorithm(Algorithm):
     `utd` updates per real step, critic warm-up, and a behaviour-cloning term on the rows a human
     drove (demos and interventions)."""
 
-    def __init__(self, agent: SACAgentLike, reward: Literal["success", "task"] = "success", reward_scale: float = 1.0):
+    def __init__(self, agent: SACAgentLike, reward: Literal["success", "task", "classifier"] = "success",
+                 reward_scale: float = 1.0):
         self.agent, self.reward, self.reward_scale = agent, reward, reward_scale
         self.cfg = agent.cfg
 
     @property
     def reward_key(self) -> str:
-        return "success" if self.reward == "success" else "reward"
+        # classifier: the success classifier's decision, a column the image profile's readers derive (loop/vision.py)
+        return {"success": "success", "task": "reward", "classifier": "success_pred"}[self.reward]
 
     @property
     def updates(self) -> int:

@@ -27,6 +27,7 @@ def _cpu_learner() -> LearnerConfig:
 
 
 LATENT_KEY = "latent"
+SUCCESS_PRED_KEY = "success_pred"  # loop.reward=classifier: the classifier's per-step decision
 
 
 class VisionConfig(BaseModel):
@@ -45,6 +46,8 @@ class VisionConfig(BaseModel):
     channels: list[int] = Field([32, 32, 32, 32], min_length=1, max_length=8)
     strides: list[int] = Field([2, 2, 1, 1], min_length=1, max_length=8)
     threads: int | None = Field(None, ge=1, description="torch CPU threads while pretraining (None = as set)")
+    success_steps: int = Field(800, ge=1, le=1_000_000, description="loop.reward=classifier: the success "
+                               "classifier's training steps (worldsample/vision/success.py)")
 
 
 class LoopConfig(BaseModel):
@@ -57,10 +60,11 @@ class LoopConfig(BaseModel):
         120.0, gt=0, description="robot=bridge: how long to wait for the bridge to create the `real` group"
     )
     real_steps: int = Field(4000, ge=1, description="budget of real environment steps")
-    reward: Literal["success", "task"] = Field(
+    reward: Literal["success", "task", "classifier"] = Field(
         "success", description="success: sparse 1 at the successful (terminal) step, as HIL-SERL's reward classifier; "
         "task: the environment's shaped reward times reward_scale (with terminate_on_success a positive shaped reward "
-        "teaches the policy to avoid finishing)")
+        "teaches the policy to avoid finishing); classifier (loop.vision only): the run's success classifier's "
+        "decision on each step's [latent, proprio], trained on the demos once after the encoder (docs/vision.md)")
     reward_scale: float = Field(0.1, gt=0.0, description="reward=task: the learner sees the task's reward times this")
     explore: bool = Field(True, description="the robot samples from the stochastic policy")
     interventions: bool = Field(True, description="a simulated human takes over when the policy strays (HIL-SERL)")
@@ -97,6 +101,10 @@ class LoopConfig(BaseModel):
     def _vision_keeps_the_state_out(self) -> LoopConfig:
         keys = self.learner.obs_keys
         if not self.vision.enabled:
+            if self.reward == "classifier":
+                raise ValueError("loop.reward=classifier reads the success classifier on the frozen encoder's "
+                                 f"{LATENT_KEY}, which only loop.vision.enabled makes: turn loop.vision on or use "
+                                 "loop.reward=success")
             if LATENT_KEY in keys:
                 raise ValueError(f"learner.obs_keys {keys} name {LATENT_KEY!r}, which only loop.vision.enabled makes")
             return self

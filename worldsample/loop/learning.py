@@ -43,11 +43,14 @@ class Learning:
         self.algorithm = SACAlgorithm(self.agent, loop.reward, loop.reward_scale)
         self.rng = np.random.default_rng(loop.seed)
         self.keys = [*obs_dims]
-        self.encoder, self._vision_metrics = None, {}
+        self.encoder, self.success_classifier, self._vision_metrics = None, None, {}
         if loop.vision.enabled:  # the image profile: `latent` from the run's frozen encoder (loop/vision.py)
-            from worldsample.loop.vision import ensure_encoder
+            from worldsample.loop.vision import ensure_encoder, ensure_success_classifier
 
             self.encoder, self._vision_metrics = ensure_encoder(self.run_dir, loop)
+            if loop.reward == "classifier":  # the reward: its decision on each step's [latent, proprio]
+                self.success_classifier, m = ensure_success_classifier(self.run_dir, loop, self.encoder)
+                self._vision_metrics = {**self._vision_metrics, **m}
         self.demo = self._sampler(self._reader("demo"))
         real = self._reader("real")
         self.online = self._sampler(real)
@@ -61,7 +64,7 @@ class Learning:
             return self.store.reader(group, keys=self.keys)
         from worldsample.loop.vision import LatentReader
 
-        return LatentReader(self.store, group, self.encoder, self.keys)
+        return LatentReader(self.store, group, self.encoder, self.keys, classifier=self.success_classifier)
 
     def _sampler(self, reader, **kw) -> GroupSampler:
         return GroupSampler(reader, obs_keys=self.keys, reward_key=self.algorithm.reward_key, **kw)

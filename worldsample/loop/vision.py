@@ -7,6 +7,9 @@
                      frames; every other key is cached as usual, so samplers, the mixer and the learner
                      read `latent` like any vector key and the frames never reach them. A group that
                      stores `latent` itself (`synthetic`, written by the world model) is read as is
+    ensure_success_classifier  loop.reward=classifier: the success classifier, trained on the demos once
+                     after the encoder and saved in RUN/vision/success, loaded on resume; the readers
+                     then cache its per-step decision `success_pred`, which the learner reads as reward
     frozen_encoder   the run's encoder, loaded (never trained) for the world model and the synthesiser
     LatentReaders    a reader factory (worldsample.world_model.data.ReaderFactory) of LatentReaders
     world_model_config  the loop's world model fitted to the store on the image profile: a vector
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from worldsample.loop.config import LATENT_KEY, LoopConfig, VisionConfig
+from worldsample.loop.config import LATENT_KEY, SUCCESS_PRED_KEY, LoopConfig, VisionConfig
 from worldsample.store import EpisodeStore
 from worldsample.store.cache import StepCache
 from worldsample.store.reader import GroupReader
@@ -65,38 +68,107 @@ def ensure_encoder(run_dir: Path | str, loop: LoopConfig) -> tuple[Encoder, dict
     return _check_fits(load_encoder(d), vision, d), metrics
 
 
-class LatentCache(StepCache):
-    """A step cache that stores `latent` in place of the encoder's camera frames."""
+def success_dir(run_dir: Path | str) -> Path:
+    return Path(run_dir) / "vision" / "success"
 
-    def __init__(self, specs: dict, encoder: Encoder):
-        self.encoder = encoder
-        self.image_keys = list(encoder.config.keys)
-        kept = {k: v for k, v in specs.items() if k not in self.image_keys}
-        kept[LATENT_KEY] = ((encoder.config.latent_dim,), np.dtype(np.float32))
+
+def ensure_success_classifier(run_dir: Path | str, loop: LoopConfig, encoder: Encoder):
+    """loop.reward=classifier: the run's success classifier on the frozen `encoder`, loaded from
+    RUN/vision/success when there (refused when it was trained on another encoder: never retrained
+    silently), else trained once on the demo group (operator labels applied by the readers), with its
+    threshold calibrated and its precision/recall measured on held-out demo episodes, and saved there.
+    Returns the classifier and metrics ({} when it was loaded)."""
+    from worldsample.vision.success import (
+        SuccessTrainConfig,
+        encoder_fingerprint,
+        load_success_classifier,
+        load_success_data,
+        save_success_classifier,
+        train_success_classifier,
+    )
+
+    d, fp = success_dir(run_dir), encoder_fingerprint(encoder)
+    if (d / "success.json").exists():
+        clf = load_success_classifier(d)
+        c = clf.config
+        if c.encoder_fingerprint != fp or list(c.encoder_cameras) != list(encoder.config.cameras) \
+                or c.latent_dim != encoder.config.latent_dim:
+            raise VisionError(f"the success classifier in {d} was trained on another encoder than the run's "
+                              f"({encoder_dir(run_dir)}): it is not retrained silently; remove {d} to train a new one")
+        return clf, {}
+    vision = loop.vision
+    data = load_success_data(run_dir, encoder, groups=["demo"])
+    cfg = SuccessTrainConfig(steps=vision.success_steps, seed=loop.seed, threads=vision.threads)
+    result = train_success_classifier(data, encoder, cfg)
+    save_success_classifier(result.classifier, d)
+    clf = load_success_classifier(d)  # what a resumed run will use, bit for bit
+    metrics = {"vision/success_seconds": float(result.seconds), "vision/success_threshold": float(clf.threshold)}
+    for name, scores in (("success", result.test), ("success_calib", result.calibration)):
+        for k in ("precision", "recall"):
+            v = (scores or {}).get(k)
+            if v is not None:  # None: no positive prediction / no success step in those held-out episodes
+                metrics[f"vision/{name}_{k}"] = float(v)
+    log.info("success classifier trained on %d demo steps: test %s", len(data), result.test)
+    return clf, metrics
+
+
+class LatentCache(StepCache):
+    """A step cache that stores `latent` in place of the encoder's camera frames (or, `encoder=None`,
+    keeps a stored `latent`) and, with a success `classifier`, the derived per-step column
+    `success_pred`: the classifier's decision on that step's [latent, proprio] (loop.reward=classifier)."""
+
+    def __init__(self, specs: dict, encoder: Encoder | None, classifier=None, latent_dim: int | None = None):
+        self.encoder, self.classifier = encoder, classifier
+        self.image_keys = list(encoder.config.keys) if encoder is not None else []
+        kept = {k: v for k, v in specs.items() if k not in self.image_keys and k != SUCCESS_PRED_KEY}
+        kept[LATENT_KEY] = ((encoder.config.latent_dim if encoder is not None else latent_dim,), np.dtype(np.float32))
+        if classifier is not None:
+            kept[SUCCESS_PRED_KEY] = ((), np.dtype(bool))
         super().__init__(kept)
 
     def add(self, episode_id: int, arrays: dict[str, np.ndarray], terminal: bool) -> None:
-        latent = encode_frames(self.encoder, {k: arrays[k] for k in self.image_keys})
+        if self.encoder is not None:
+            latent = encode_frames(self.encoder, {k: arrays[k] for k in self.image_keys})
+        else:
+            latent = np.asarray(arrays[LATENT_KEY], np.float32)
         rest = {k: v for k, v in arrays.items() if k not in self.image_keys}
-        super().add(episode_id, {**rest, LATENT_KEY: latent}, terminal)
+        out = {**rest, LATENT_KEY: latent}
+        if self.classifier is not None:
+            out[SUCCESS_PRED_KEY] = success_decisions(self.classifier, latent, arrays)
+        super().add(episode_id, out, terminal)
+
+
+def success_decisions(classifier, latent: np.ndarray, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """(N,) bool: the success classifier's decision on each step's [latent, proprio]."""
+    key = classifier.config.proprio_key if classifier.config.proprio_dim else None
+    return classifier.predict(latent, arrays[key] if key else None)[1]
 
 
 class LatentReader(GroupReader):
     """A cached reader of `keys` (which may name `latent`) whose cache derives `latent` from the
     encoder's cameras, once per episode (the encoder is frozen, so a cached latent never goes stale).
     A group that stores `latent` (the world model's `synthetic` episodes) is read as stored: its
-    latent must have the encoder's size, and it needs no frames."""
+    latent must have the encoder's size, and it needs no frames.
 
-    def __init__(self, store: EpisodeStore, name: str, encoder: Encoder, keys: Iterable[str]):
-        self.encoder = encoder
-        keys, schema = list(keys), store.schema(name)
+    With a success `classifier` (loop.reward=classifier) the cache also holds `success_pred`, the
+    classifier's decision on each step's [latent, proprio] (from the stored latent on a group that
+    stores it), and `keys` lists it, so a sampler can read it as the reward."""
+
+    def __init__(self, store: EpisodeStore, name: str, encoder: Encoder, keys: Iterable[str], classifier=None):
+        self.encoder, self.classifier = encoder, classifier
+        keys, schema = [k for k in keys if k != SUCCESS_PRED_KEY], store.schema(name)
+        if classifier is not None and classifier.config.proprio_dim and classifier.config.proprio_key not in keys:
+            keys.append(classifier.config.proprio_key)
         stored_latent = schema.keys.get(LATENT_KEY)
         self.encodes = stored_latent is None  # False: `latent` is a stored key of this group
         if not self.encodes:
             if tuple(stored_latent.shape) != (encoder.config.latent_dim,):
                 raise VisionError(f"group {name!r} stores {LATENT_KEY} as {tuple(stored_latent.shape)}; the run's "
                                   f"encoder makes ({encoder.config.latent_dim},)")
+            if classifier is not None and LATENT_KEY not in keys:
+                keys.append(LATENT_KEY)
             super().__init__(store._group_path(name), name, keys=keys, cache=True)
+            self._derives()
             return
         stored = [k for k in keys if k != LATENT_KEY]
         for k in encoder.config.keys:
@@ -110,12 +182,21 @@ class LatentReader(GroupReader):
             if tuple(spec.shape) != want:
                 raise VisionError(f"group {name!r} holds {k} as {tuple(spec.shape)}; the encoder wants {want}")
         super().__init__(store._group_path(name), name, keys=stored, cache=True)
+        self._derives()
+
+    def _derives(self) -> None:
+        if self.classifier is not None:  # derived, never read from the store (see _read)
+            self.keys.append(SUCCESS_PRED_KEY)
 
     def _refresh(self) -> int:
         # GroupReader builds a plain StepCache over the stored keys just before its first refresh
-        if self.encodes and not isinstance(self.cache, LatentCache):
-            self.cache = LatentCache(self.cache._specs, self.encoder)
+        if (self.encodes or self.classifier is not None) and not isinstance(self.cache, LatentCache):
+            self.cache = LatentCache(self.cache._specs, self.encoder if self.encodes else None, self.classifier,
+                                     latent_dim=self.encoder.config.latent_dim)
         return super()._refresh()
+
+    def _read(self, rec, keys: Iterable[str], verify: bool = False) -> dict[str, np.ndarray]:
+        return super()._read(rec, [k for k in keys if k != SUCCESS_PRED_KEY], verify)
 
     def episode(self, episode: int, keys: Iterable[str] | None = None, verify: bool = True) -> dict[str, np.ndarray]:
         """As GroupReader.episode; `latent` (on a group that derives it) comes from the cache when the

@@ -16,8 +16,9 @@ precision and recall are measured on other held-out episodes.
 
 A checkpoint is a directory with `success.json` (SuccessModelConfig: dims, threshold, metrics, and
 the encoder it was trained on, by cameras, latent size and a crc32 of its weights) and
-`success.safetensors` (float32 tensors); loading validates both and unpickles nothing. Not wired into
-the learner's reward: `SuccessClassifier.score_frames` / `predict` are what a caller would use.
+`success.safetensors` (float32 tensors); loading validates both and unpickles nothing. The learner's
+reward with `loop.reward: classifier` (worldsample/loop/vision.py `ensure_success_classifier`, docs/vision.md);
+`SuccessClassifier.score_frames` / `predict` are what a caller uses.
 
     enc = load_encoder(run / "vision" / "encoder")
     data = load_success_data(run, enc)
