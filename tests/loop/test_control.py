@@ -108,7 +108,7 @@ def test_a_pause_in_the_middle_of_a_round_stops_learner_updates_until_resume(tmp
     assert status.read().services["trainer"].heartbeat > time.time() - 1.0  # paused, not dead
 
     resume = ctl.send("resume", reason="go on")
-    wait_for(lambda: learner.updates == LENGTH, "the round's learner step after resume")
+    wait_for(lambda: learner.updates >= LENGTH, "the round's learner step after resume")
     wait_for(lambda: learner.updates == 3 * LENGTH, "updates for the steps committed while paused")
     assert trainer_ack(tmp_path, resume)["result"] == "done"
     assert not status.read().paused and status.read().phase == "training"
