@@ -30,7 +30,8 @@ class MLPActor(nn.Module):
         self.register_buffer("_low", torch.tensor(config.action_low), persistent=False)
         self.register_buffer("_high", torch.tensor(config.action_high), persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The trunk's output h for observations x (normalised first when the config says so)."""
         if self.config.obs_normalization:
             x = (x - self.obs_mean) / self.obs_std
         act = _ACT[self.config.activation]
@@ -39,7 +40,14 @@ class MLPActor(nn.Module):
             if self.norm is not None:
                 x = self.norm[i](x)
             x = act(x)
-        return self._low + (torch.tanh(self.mean(x)) + 1.0) * 0.5 * (self._high - self._low)
+        return x
+
+    def squash(self, u: torch.Tensor) -> torch.Tensor:
+        """The action for pre-tanh values u: low + (tanh(u) + 1) / 2 * (high - low)."""
+        return self._low + (torch.tanh(u) + 1.0) * 0.5 * (self._high - self._low)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.squash(self.mean(self.features(x)))
 
     def export_tensors(self) -> dict[str, np.ndarray]:
         """The registry's tensor layout (see config.py)."""

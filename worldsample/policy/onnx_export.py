@@ -26,12 +26,10 @@ from worldsample.policy.actor import MLPActor
 from worldsample.policy.config import PolicyConfig
 from worldsample.policy.errors import PolicyError
 from worldsample.policy.onnx_actor import ONNX_FILE, ONNX_FORMAT
-from worldsample.policy.registry import ACTOR_FILE, CONFIG_FILE, PolicyRegistry, check_tensors
-from worldsample.versioned import VersionError
+from worldsample.policy.registry import PolicyRegistry
 from worldsample.vision.encoder import Encoder, save_encoder
 
 OPSET = 17
-_ACT = {"relu": nn.functional.relu, "tanh": torch.tanh, "elu": nn.functional.elu, "silu": nn.functional.silu}
 
 
 class VisionPolicy(nn.Module):
@@ -67,19 +65,11 @@ class VisionPolicy(nn.Module):
         given = dict(zip(self.vector_keys, vectors, strict=True))
         x = torch.cat([z if o.key == self.latent_key else given[o.key] for o in self.config.obs], dim=1)
         a = self.actor
-        if self.config.obs_normalization:
-            x = (x - a.obs_mean) / a.obs_std
-        act = _ACT[self.config.activation]
-        for i, layer in enumerate(a.trunk):
-            x = layer(x)
-            if a.norm is not None:
-                x = a.norm[i](x)
-            x = act(x)
-        u = a.mean(x)
-        action = a._low + (torch.tanh(u) + 1.0) * 0.5 * (a._high - a._low)
+        h = a.features(x)
+        u = a.mean(h)
         if a.log_std is None:
-            return action
-        return action, u, torch.clamp(a.log_std(x), -5.0, 2.0)
+            return a.squash(u)
+        return a.squash(u), u, torch.clamp(a.log_std(h), -5.0, 2.0)
 
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         c = self.encoder.config
@@ -127,24 +117,12 @@ def publish_vision_policy(
 ) -> int:
     """Publish the next policy version with `policy.onnx` (the bridge runs it with onnxruntime),
     config.json, actor.safetensors and the encoder checkpoint; returns the version."""
-    from safetensors.numpy import save_file
 
-    reg = PolicyRegistry(run_dir)
-    version = reg.dir.next_version()
-    config = config.model_copy(update={"version": version})
-    tensors = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}
-    check_tensors(config, tensors, where="publish")
-
-    def write(tmp: Path) -> None:
-        save_file(tensors, str(tmp / ACTOR_FILE), metadata={"format": config.format, "version": str(version)})
-        (tmp / CONFIG_FILE).write_text(config.model_dump_json(indent=2))
+    def extra(tmp: Path, config: PolicyConfig, tensors: dict[str, np.ndarray]) -> None:
         export_onnx(encoder, config, tensors, tmp / ONNX_FILE, latent_key)
         enc_dir = save_encoder(encoder, tmp / ".encoder")
         for f in enc_dir.iterdir():
             f.replace(tmp / f.name)
         shutil.rmtree(enc_dir)
 
-    try:
-        return reg.dir.publish(write, version=version)
-    except VersionError as e:
-        raise PolicyError(str(e)) from None
+    return PolicyRegistry(run_dir).publish(config, tensors, extra=extra)

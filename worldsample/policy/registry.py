@@ -9,6 +9,7 @@ Loading validates config and tensor shapes and reads safetensors only: nothing i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +40,10 @@ class PolicyRegistry:
         except VersionError as e:
             raise PolicyError(str(e)) from None
 
-    def publish(self, config: PolicyConfig, tensors: dict[str, np.ndarray]) -> int:
-        """Write a new version (numbered after the newest) and point `latest` at it."""
+    def publish(self, config: PolicyConfig, tensors: dict[str, np.ndarray],
+                extra: Callable[[Path, PolicyConfig, dict[str, np.ndarray]], None] | None = None) -> int:
+        """Write a new version (numbered after the newest) and point `latest` at it; `extra(dir, config,
+        tensors)` writes more files into the version before it is published (a pixel policy's ONNX file)."""
         version = self.dir.next_version()
         config = config.model_copy(update={"version": version})
         tensors = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}
@@ -49,6 +52,8 @@ class PolicyRegistry:
         def write(tmp: Path) -> None:
             save_file(tensors, str(tmp / ACTOR_FILE), metadata={"format": config.format, "version": str(version)})
             (tmp / CONFIG_FILE).write_text(config.model_dump_json(indent=2))
+            if extra is not None:
+                extra(tmp, config, tensors)
 
         try:
             return self.dir.publish(write, version=version)
