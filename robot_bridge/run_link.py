@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 from worldsample.runlog import ControlChannel, ControlKind, RobotState, StatusFile
@@ -38,13 +39,12 @@ class RunLink:
                 note = ""
             self.channel.ack(CONSUMER, cmd, note=note)
         sm = self.ctl.sm
-        robot = RobotState(
-            connected=True,
-            estop=bool(self.ctl.estop),
-            mode=sm.state.value,
-            transport=self.transport_name,
-            control_hz=float(self.ctl.p.control_rate_hz),
-        )
+        figures = self.ctl.robot_figures(time.time_ns())
+        figures["fault"] = figures["fault"] and figures["fault"][:2000]
+        if figures["control_hz"] is None:  # the loop has not ticked yet: its configured rate
+            figures["control_hz"] = float(self.ctl.p.control_rate_hz)
+        robot = RobotState(connected=True, estop=bool(self.ctl.estop), mode=sm.state.value,
+                           transport=self.transport_name, **figures)
         fault = f"; fault: {self.ctl.fault}" if self.ctl.fault else ""
         self.status.heartbeat(CONSUMER, detail=f"episode state {sm.state.value}{fault}"[:2000], robot=robot)
 

@@ -451,10 +451,28 @@ class Controller:
         self.out.action(self.limiter.hold)
 
     # -- status ------------------------------------------------------------------------------------
-    def status(self, now: int) -> dict:
-        periods = np.asarray(self.periods_ms, float)
+    def _jitter_ms(self) -> np.ndarray:
+        periods = np.asarray(list(self.periods_ms), float)  # list(): one atomic copy (the loop appends)
         nominal = 1e3 / self.p.control_rate_hz
-        jitter = np.abs(periods[1:] - nominal) if periods.size > 1 else np.zeros(1)
+        return np.abs(periods[1:] - nominal) if periods.size > 1 else np.zeros(1)
+
+    def robot_figures(self, now: int) -> dict:
+        """What the dashboard's robot panel shows: safe to call from another thread."""
+        recent = list(self.periods_ms)[-50:]
+        newest = [s.recv_ns for k, inp in self.inputs.items() if self._required(k) and (s := inp.buffer.latest())]
+        stale = self._stale(now)
+        return {
+            # the stalest required stream's newest sample: what the next action is computed from
+            "obs_age_s": round((now - min(newest)) / 1e9, 3) if newest else None,
+            "control_hz": round(1e3 / float(np.mean(recent[1:])), 2) if len(recent) > 2 else None,
+            "jitter_p99_ms": round(float(np.percentile(self._jitter_ms(), 99)), 3),
+            "policy_version": self.policy.version,
+            "fault": self.fault,
+            "stale_causes": {k: self._stream_cause(k, now) for k in stale},
+        }
+
+    def status(self, now: int) -> dict:
+        jitter = self._jitter_ms()
         rs = self.recorder.stats
         extra = self.status_extra() if self.status_extra is not None else {}
         return extra | {

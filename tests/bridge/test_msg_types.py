@@ -170,3 +170,20 @@ def test_bringup_servo_action_snippet_loads(tmp_path):
     m = load_profile(tmp_path / "servo7.yaml").action_mapping()
     msg = their_store().deserialize_cdr(m.encode([0.1, 0, 0, 0.5]), "geometry_msgs/msg/TwistStamped")
     assert (msg.twist.linear.x, msg.twist.angular.z, msg.header.frame_id) == (0.1, 0.5, "base_link")
+
+
+def test_bringup_worked_servo_profile_loads(tmp_path):
+    """docs/bringup.md's whole 7-joint profile through MoveIt Servo: Cartesian twists out, and a home
+    reset on the end-effector position read from a PoseStamped field path."""
+    text = (ROOT / "docs" / "bringup.md").read_text()
+    block = next(b for b in text.split("```yaml\n")[1:] if "name: arm7_servo" in b).split("```", 1)[0]
+    (tmp_path / "arm7_servo.yaml").write_text(block)
+    p = load_profile(tmp_path / "arm7_servo.yaml")
+    assert [c.name for c in p.cameras] == ["front", "wrist"] and p.joints.dim == 14 and p.action.dim == 4
+    home = p.reset.home
+    assert p.reset.strategy == "home" and home.key == "ee_pose" and list(home.action_indices) == [0, 1, 2]
+    assert p.obs_specs()["ee_pose"].shape == (3,)
+    msg = their_store().deserialize_cdr(p.action_mapping().encode([0.05, 0, -0.05, 0.2]),
+                                        "geometry_msgs/msg/TwistStamped")
+    assert (msg.twist.linear.x, msg.twist.linear.z, msg.twist.angular.z) == pytest.approx((0.05, -0.05, 0.2))
+    assert msg.header.frame_id == "base_link"

@@ -43,6 +43,17 @@ def test_operator_records_success_and_failure_from_the_topic(tmp_path):
     assert all(r.length >= 5 for r in records)
 
 
+def _wait_robot(run, ok, timeout=10.0):
+    deadline, robot = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        rs = StatusFile(run).read()
+        robot = rs.robot if rs else None
+        if robot is not None and ok(robot):
+            return robot
+        time.sleep(0.1)
+    raise AssertionError(f"status.json's robot never matched: {robot}")
+
+
 def test_wrong_image_size_faults_with_its_cause(tmp_path):
     profile = arm_profile(tmp_path, image=(32, 32), episode={"reset_timeout_s": 1.5})
     run, domain = tmp_path / "run", new_domain()
@@ -53,6 +64,9 @@ def test_wrong_image_size_faults_with_its_cause(tmp_path):
         try:
             st = op.wait(lambda s: s["stale_causes"].get("image_front") == cause, 60, "the stale camera's cause")
             assert st["topics"]["image_front"]["rejected"].get("wrong_size", 0) >= 1
+            # the dashboard's robot panel reads the same cause from the run's status file
+            robot = _wait_robot(run, lambda r: r.stale_causes.get("image_front") == cause)
+            assert robot.fault is None and robot.connected
             op.send("start")
             st = op.wait(lambda s: s["state"] == "faulted", 20, "the reset to fail")
             assert st["fault"] == cause and st["episodes"]["committed"] == 0
@@ -64,6 +78,7 @@ def test_wrong_image_size_faults_with_its_cause(tmp_path):
                     break
                 time.sleep(0.1)
             assert f"fault: {cause}" in detail, detail
+            assert _wait_robot(run, lambda r: r.fault == cause).mode == "faulted"
             bridge.stop()
             assert f"fault: {cause}" in bridge.output()
         finally:

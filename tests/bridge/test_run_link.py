@@ -21,6 +21,9 @@ def test_dashboard_estop_and_episode_requests_reach_the_bridge(tmp_path):
         assert st["fault"] == "estop"
         status = StatusFile(run).read()
         assert status.robot is not None and status.robot.connected and status.robot.transport == "dds"
+        # the live figures the robot panel shows, measured by the bridge (the profile runs at 20 Hz)
+        assert 0 <= status.robot.obs_age_s < 2.0 and status.robot.jitter_p99_ms >= 0
+        assert 10.0 < status.robot.control_hz < 30.0
         op.wait(lambda s: StatusFile(run).read().robot.estop, 10, "the e-stop in status.json")
         acked = [c for c, acks in ch.history() if c.kind.value == "estop"]
         assert acked, "the e-stop request is in the history"
@@ -64,3 +67,4 @@ def test_unattended_episodes_wait_for_the_first_policy(tmp_path):
         publish_policy(run, seed=3, scale=0.1)
         st = rig.op.wait(lambda s: s["episodes"]["committed"] >= 1, 60, "an episode once a policy exists")
         assert st["policy_version"] == 1
+        rig.op.wait(lambda s: StatusFile(run).read().robot.policy_version == 1, 10, "the policy version in status.json")

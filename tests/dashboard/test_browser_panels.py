@@ -264,7 +264,9 @@ def test_the_robot_panel(browser, side):
     cameras: stills under the run's id, and a replay over the MJPEG endpoint."""
     status = StatusFile(side.run)
     status.heartbeat("bridge", detail="test bridge")
-    robot = RobotState(connected=True, mode="intervened", episode=7, control_hz=50.0, obs_age_s=5.5, transport="dds")
+    cause = "no valid frame on /cam/front: 48x48, profile says 32x32"
+    robot = RobotState(connected=True, mode="intervened", episode=7, control_hz=50.0, obs_age_s=5.5, transport="dds",
+                       jitter_p99_ms=3.25, fault=f"stale:image_front: {cause}", stale_causes={"image_front": cause})
     status.update(lambda s: s.model_copy(update={"robot": robot}))
     app = create_app(side.run, _settings())
     srv = BackgroundServer(app).start()
@@ -281,11 +283,15 @@ def test_the_robot_panel(browser, side):
             assert _fig(t, "rate")[0] == "50 Hz"
             assert _fig(t, "policy")[0] == "v2"
             assert _fig(t, "robot")[0] == "connected · dds"
-            for key, field in (("jitter", "robot.jitter_p99_ms"), ("policy-robot", "robot.policy_version")):
-                value, title = _fig(t, key)
-                assert value == "–" and field in title and "not published" in title, (key, value, title)
+            assert _fig(t, "jitter")[0] == "3.25 ms"
+            assert _fig(t, "fault")[0] == f"stale:image_front: {cause}"
+            value, title = _fig(t, "policy-robot")  # a bridge that does not say which policy it runs
+            assert value == "–" and "robot.policy_version" in title and "not published" in title, (value, title)
             t.pg.wait_for_selector('#robot-alarms [data-robot-alarm="obs"]')
             assert "newest is 5.5 s old" in t.pg.inner_text("#robot-alarms")
+            # the bridge's fault in its own words; the stale stream's cause is in it, so it is not repeated
+            assert cause in t.pg.inner_text('#robot-alarms [data-robot-alarm="fault"]')
+            assert not t.pg.query_selector('#robot-alarms [data-robot-alarm="streams"]')
             assert "alarmed" in t.pg.get_attribute("#robot-tab", "class")
             # the newest episode's cameras (real/2: real/3 is damaged): stills named by the run's id
             t.pg.wait_for_function(

@@ -42,8 +42,12 @@ class RobotState(BaseModel):
     estop: bool = False
     mode: str | None = Field(None, description="idle, episode, intervention, estop, ...")
     episode: int | None = None
-    control_hz: float | None = None
-    obs_age_s: float | None = Field(None, description="age of the newest observation")
+    control_hz: float | None = Field(None, description="the control loop's measured rate (recent ticks)")
+    obs_age_s: float | None = Field(None, description="age of the stalest required stream's newest sample")
+    jitter_p99_ms: float | None = Field(None, description="99th percentile of |period - nominal| of the control loop")
+    policy_version: int | None = Field(None, description="the policy version the robot acts with")
+    fault: str | None = Field(None, max_length=2000, description="why the bridge holds the arm, in words")
+    stale_causes: dict[str, str] = Field({}, description="per stale required stream: why it has no usable sample")
     transport: str | None = Field(None, description="dds, rclpy or local")
 
 

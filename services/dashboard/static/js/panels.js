@@ -3,7 +3,8 @@
 // The robot panel shows what the API provides: the bridge's entry and `robot` in RUN/status.json
 // (through the overview), the newest stored episode and its frames (stills, or its replay as
 // MJPEG). A figure the bridge does not publish is "–", and its tooltip names the field it would
-// need to write. Alarms: no or stale bridge, stale observations, robot disconnected, a camera
+// need to write. Alarms: no or stale bridge, stale observations, robot disconnected, the bridge's
+// fault and each stale stream's cause in the bridge's words, a camera
 // stream that failed, and this page's own live updates stalled (the figures are then old).
 
 import { ApiError, getJSON } from "./api.js";
@@ -95,6 +96,8 @@ export class RobotPanel {
         "the newest policy the trainer published (policy_version in RUN/status.json)"],
       ["policy-robot", "policy on robot", Number.isFinite(r?.policy_version) ? `v${r.policy_version}` : "–", "",
         Number.isFinite(r?.policy_version) ? "robot.policy_version" : notPublished("robot.policy_version", "the policy version it runs")],
+      ["fault", "fault", r?.fault ? esc(r.fault) : r ? "none" : "–", r?.fault ? "bad" : "",
+        "robot.fault: why the bridge holds the arm (a stale stream, a reset timeout, the e-stop)"],
       ["last-episode", "newest episode", ep ? `${esc(ep.group)}/${ep.episode} · ${ago(ep.wall_time_end, ov.now)} ago${ep.policy_version !== null ? ` · ran v${ep.policy_version}` : ""}${ep.interventions ? ` · ${ep.interventions} interventions` : ""}` : "–", "",
         "the newest committed episode in the store"],
     ];
@@ -104,6 +107,9 @@ export class RobotPanel {
     this._alarm("bridge", bridge.up ? "" : `${bridge.why[0].toUpperCase()}${bridge.why.slice(1)}: the robot figures are not live.`);
     this._alarm("obs", r?.obs_age_s > OBS_STALE_S ? `Observations stale: the newest is ${num(r.obs_age_s, 1)} s old.` : "");
     this._alarm("disconnected", bridge.up && r && !r.connected ? "The bridge reports the robot disconnected." : "");
+    const causes = Object.values(r?.stale_causes || {});
+    this._alarm("fault", bridge.up && r?.fault ? `The bridge holds the arm: ${r.fault}` : "");
+    this._alarm("streams", bridge.up && causes.length && !(r?.fault || "").includes(causes[0]) ? `Stale: ${causes.join("; ")}` : "");
   }
 
   // the newest stored episode (a real one when there is one): its cameras' frames are shown
