@@ -151,6 +151,7 @@ def run_bridge(profile: RobotProfile, run_dir: Path, transport: Transport, stop:
 
     from robot_bridge.console import StatusLine
     from robot_bridge.keys import HELP, KeyReader
+    from robot_bridge.live_frames import LiveFrameWriter
     from robot_bridge.run_link import RunLink
 
     # The loop thread competes for the GIL with DDS callbacks and the recorder; a shorter switch
@@ -158,6 +159,8 @@ def run_bridge(profile: RobotProfile, run_dir: Path, transport: Transport, stop:
     sys.setswitchinterval(0.0005)
     bridge = Bridge(profile, run_dir, transport)
     RunLink(Path(run_dir), bridge.controller).start(stop)  # dashboard requests in, robot state out
+    if profile.live_frames_hz > 0:  # the newest frame per camera, for the dashboard's robot panel
+        LiveFrameWriter(Path(run_dir), bridge.inputs, profile.live_frames_hz).start(stop)
     keys = None
     if profile.reset.keys and KeyReader.available():
         keys = KeyReader(bridge.controller)

@@ -206,6 +206,13 @@ class EpisodeSpec(_Strict):
             "start the next episode as soon as one ends (unattended online RL); the first waits for an exported policy"
         ),
     )
+    fault_recover_s: float | None = Field(
+        3.0, gt=0,
+        description=(
+            "with auto_start: after a fault other than the e-stop (a stale stream, a reset that timed out), start "
+            "again once every required stream has been fresh this long; null: stay faulted until the operator clears"
+        ),
+    )
     explore: bool = Field(False, description="sample a stochastic policy's actions (online RL) instead of its mean")
     policy: Literal["latest", "recommended"] = Field(
         "latest", description="the policy version to run: the newest exported one, or the one RUN/policies/recommended "
@@ -295,6 +302,8 @@ class RobotProfile(_Strict):
     control_rate_hz: float = Field(gt=0, le=1000)
     staleness_ms: float = Field(500, gt=0, description="a required stream older than this is stale")
     status_rate_hz: float = Field(2.0, gt=0)
+    live_frames_hz: float = Field(2.0, ge=0, le=30, description="how often the newest frame of each camera is "
+                                  "written to RUN/live/ for the dashboard's robot panel; 0: never")
     cameras: list[CameraStream] = []
     joints: JointStream | None = None
     vectors: list[VectorStream] = []

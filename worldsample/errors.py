@@ -35,3 +35,7 @@ class RunDirectoryError(WorldSampleError):
 
 class RobotProcessError(WorldSampleError):
     """A process of the robot side (the bridge, the simulated arm) ended while the job needed it."""
+
+
+class ExportError(WorldSampleError):
+    """An export cannot be written as asked (the output exists, is a directory, ...)."""

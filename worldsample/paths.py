@@ -9,12 +9,15 @@
     RUN/metrics.jsonl, RUN/events.jsonl, RUN/status.json, RUN/control/   the run log (worldsample.runlog)
     RUN/tensorboard/, RUN/reports/, RUN/dashboard_token, RUN/<process>.log
     RUN/nodes.json          the Ray nodes and the node each trainer part runs on (services/trainer/nodes.py)
+    RUN/live/<camera>.jpg   the bridge's newest frame per camera, with its stamp (worldsample/live_frames.py)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+LIVE_FRAME_SUFFIX = ".jpg"
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,14 @@ class RunFiles:
     def nodes(self) -> Path:
         """The Ray nodes and which node each part of the trainer runs on, rewritten while it runs."""
         return self.run_dir / "nodes.json"
+
+    @property
+    def live_frames(self) -> Path:
+        """The bridge's newest frame per camera (`live_frame`), rewritten a few times a second."""
+        return self.run_dir / "live"
+
+    def live_frame(self, camera: str) -> Path:
+        return self.live_frames / f"{camera}{LIVE_FRAME_SUFFIX}"
 
     @property
     def dashboard_token(self) -> Path:

@@ -59,6 +59,8 @@ class Controller:
         self._home_since: int | None = None  # when the arm came within tolerance of home
         self._home_err = float("inf")
         self.fault: str | None = None
+        self._fresh_since: int | None = None  # faulted: since when every required stream is fresh again
+        self.recoveries = 0  # faults ended by fresh streams (auto_start), not by the operator
         self.last_outcome: str | None = None
         self.refused: deque[str] = deque(maxlen=5)
         self.periods_ms: deque[float] = deque(maxlen=2000)
@@ -189,8 +191,8 @@ class Controller:
             self._fault("estop", now)
         if (
             self.p.episode.auto_start
-            and self.sm.state != State.FAULTED
             and self.sm.can(Event.START)
+            and (self.sm.state != State.FAULTED or self._recovered(now))
             and not self._stale(now)
             and self._have_policy(now)
         ):
@@ -205,6 +207,23 @@ class Controller:
         if now >= self._next_status:
             self._next_status = now + int(1e9 / self.p.status_rate_hz)
             self.out.status(self.status(now))
+
+    def _recovered(self, now: int) -> bool:
+        """Unattended only: a fault other than the e-stop is over once every required stream has been
+        fresh for `episode.fault_recover_s` (a sensor that stalled and came back). The e-stop, even
+        released, always waits for the operator."""
+        wait_s = self.p.episode.fault_recover_s
+        if wait_s is None or self.estop or self.fault == "estop" or self._stale(now):
+            self._fresh_since = None
+            return False
+        if self._fresh_since is None:
+            self._fresh_since = now
+        if now - self._fresh_since < wait_s * 1e9:
+            return False
+        log.warning("recovering from the fault (%s): every stream fresh for %.1f s", self.fault, wait_s)
+        self._fresh_since = None
+        self.recoveries += 1
+        return True
 
     def _have_policy(self, now: int) -> bool:
         """Unattended episodes wait for the first exported policy (looked for once a second):
@@ -479,6 +498,7 @@ class Controller:
             "stamp_ns": now,
             "state": self.sm.state.value,
             "fault": self.fault,
+            "recoveries": self.recoveries,
             "reset": self.p.reset.strategy,
             "estop": self.estop,
             "step": self.steps,

@@ -63,8 +63,10 @@ def dashboard(
             f"[yellow]warning[/]: binding {host} with read policy {read_policy!r}: reads are open to that network"
         )
     from services.dashboard.wm_imagine import WorldModelImagination
+    from services.dashboard.wm_play import WorldModelPlay
 
-    app = create_app(run, settings, imagine=WorldModelImagination(run))
+    imagination = WorldModelImagination(run)  # one model in memory for both views
+    app = create_app(run, settings, imagine=imagination, play=WorldModelPlay(imagination))
     if nice:
         os.nice(nice)
     shown = f"[{host}]" if ":" in host else host

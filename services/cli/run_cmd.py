@@ -184,15 +184,16 @@ def run(
                     console.print(f"simulated arm over DDS (domain {link.domain_id}, loopback) + bridge; logs in {out}")
 
                 def on_round(row: dict) -> None:
-                    if link is not None:
-                        link.check()
                     sr = row.get("eval/success_rate")
                     status.update(f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  "
                                   f"updates {int(row.get('learner/updates', 0))}  "
                                   f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
                                   + (f"  eval success {100 * sr:.0f}%" if sr is not None else ""))
 
-                print_summary(run_train(out, cfg, resume=resume is not None, on_round=on_round))
+                # a robot process that dies ends the job at the loop's next step boundary, also while
+                # nothing is being committed (a dead arm commits nothing)
+                watch = link.check if link is not None else None
+                print_summary(run_train(out, cfg, resume=resume is not None, on_round=on_round, watch=watch))
         console.print(info_table(out))
         if dash is not None and keep_dashboard:
             console.print("dashboard still serving; Ctrl-C to stop")

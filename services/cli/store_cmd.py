@@ -1,4 +1,4 @@
-"""`worldsample store info|verify RUN`."""
+"""`worldsample store info|verify RUN` and `store export-foxglove RUN OUT.mcap`."""
 
 from __future__ import annotations
 
@@ -70,3 +70,33 @@ def verify(run: RunArg) -> None:
         err_console.print(f"[red]FAIL[/] {p}", highlight=False)
     err_console.print(f"{len(rep.problems)} problem(s) in {run}")
     raise typer.Exit(1)
+
+
+@app.command("export-foxglove")
+@friendly_errors
+def export_foxglove(
+    run: RunArg,
+    out: Annotated[Path, typer.Argument(help="The .mcap file to write (written whole, or not at all).")],
+    episode: Annotated[int, typer.Option("--episode", "-e", min=0, help="Episode id in the group.")],
+    group: Annotated[str, typer.Option("--group", "-g", help="Store group: demo, real, sim or synthetic.")] = "real",
+    raw: Annotated[bool, typer.Option("--raw", help="foxglove.RawImage (exact pixels, larger), not JPEG.")] = False,
+    jpeg_quality: Annotated[int, typer.Option("--jpeg-quality", min=1, max=100)] = 90,
+    period_ms: Annotated[
+        float | None,
+        typer.Option("--period-ms", min=0.001, help="Log the steps this far apart (default: the record's own times)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+) -> None:
+    """Write one stored episode as an MCAP file for Foxglove: cameras, vectors, the episode record."""
+    from worldsample.export.foxglove import export_episode
+
+    s = export_episode(
+        run, group, episode, out, images="raw" if raw else "jpeg", jpeg_quality=jpeg_quality,
+        period_s=period_ms / 1e3 if period_ms is not None else None, overwrite=force,
+    )
+    console.print(
+        f"wrote {s.path}: {group}/{s.episode}, {s.steps} steps on {len(s.messages)} topics, "
+        f"{human_bytes(s.bytes)}; log times from {s.time_source}",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -116,4 +116,11 @@ def state_limits(schema: dict[str, Any], settings: DashboardSettings) -> dict[st
         imagine["description"] = (
             f"One rollout runs at a time and {settings.max_imagine_waiting} more may wait; more are answered 429."
         )
+    play = paths.get("/api/play", {}).get("post")
+    if play is not None:
+        play["description"] = (
+            f"At most {settings.max_play_sessions} sessions are open (starting one more ends the least recently "
+            f"used) and one unused for {settings.play_idle_s:g} s is ended. Starts, steps and resets share the imagine "
+            f"queue: one runs at a time and {settings.max_imagine_waiting} more may wait; more are answered 429."
+        )
     return schema

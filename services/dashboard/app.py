@@ -18,7 +18,9 @@ from services.dashboard.errors import install_handlers
 from services.dashboard.imagine import ImagineProvider
 from services.dashboard.live import LiveHub
 from services.dashboard.middleware import BodyLimit, HostGuard, SecurityHeaders
-from services.dashboard.routes import control, episodes, frames, metrics, policies, run, runs
+from services.dashboard.play import PlayProvider
+from services.dashboard.routes import control, episodes, export, frames, live_frames, metrics, policies, run, runs
+from services.dashboard.routes import play as play_routes
 from services.dashboard.settings import DashboardSettings
 from worldsample import __version__
 from worldsample.errors import RunDirectoryError
@@ -30,7 +32,10 @@ STATIC = Path(__file__).parent / "static"
 
 
 def create_app(
-    run_dir: Path | str, settings: DashboardSettings | None = None, imagine: ImagineProvider | None = None
+    run_dir: Path | str,
+    settings: DashboardSettings | None = None,
+    imagine: ImagineProvider | None = None,
+    play: PlayProvider | None = None,
 ) -> FastAPI:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -46,6 +51,7 @@ def create_app(
         events=EventReader(run_dir),
         control=ControlChannel(run_dir),
         imagine=imagine,
+        play=play,
     )
     ctx.hub = LiveHub(ctx, settings.refresh_interval_s, ctx.streams)
 
@@ -80,8 +86,9 @@ def create_app(
     app.openapi = openapi
     install_docs(app)
     install_handlers(app)
-    for r in (run.router, metrics.router, episodes.router, frames.router, policies.router, runs.router, control.router):
-        app.include_router(r)
+    app.include_router(play_routes.router)
+    for r in (run, metrics, episodes, frames, export, live_frames, policies, runs, control):
+        app.include_router(r.router)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

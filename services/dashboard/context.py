@@ -15,6 +15,7 @@ from services.dashboard.auth import TokenGuard
 from services.dashboard.data import RunData
 from services.dashboard.errors import TooManyRequests, TooManyStreams
 from services.dashboard.imagine import ImagineProvider
+from services.dashboard.play import PlayProvider, PlaySessions
 from services.dashboard.settings import DashboardSettings
 from worldsample.paths import RunFiles
 from worldsample.runlog.control import ControlChannel
@@ -109,14 +110,17 @@ class AppContext:
     events: EventReader
     control: ControlChannel
     imagine: ImagineProvider | None = None
+    play: PlayProvider | None = None
     hub: Any = None  # LiveHub, set by the app factory
     streams: StreamSlots = field(init=False)
-    imagine_work: WorkQueue = field(init=False)
+    imagine_work: WorkQueue = field(init=False)  # world-model work: imagine and play
+    play_sessions: PlaySessions = field(init=False)
     _run_id: tuple[str, bool] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         self.streams = StreamSlots(self.settings.max_stream_clients, self.settings.max_streams_per_client)
-        self.imagine_work = WorkQueue(1, self.settings.max_imagine_waiting, "imagine")
+        self.imagine_work = WorkQueue(1, self.settings.max_imagine_waiting, "world-model (imagine and play)")
+        self.play_sessions = PlaySessions(self.settings.max_play_sessions, self.settings.play_idle_s)
 
     @property
     def run_id(self) -> str:

@@ -34,6 +34,18 @@ class NotFound(DashboardError):
     status = 404
 
 
+class Conflict(DashboardError):
+    """The request does not fit the state it addresses (e.g. a world model that does not fit a group's data)."""
+
+    status = 409
+
+
+class Unprocessable(DashboardError):
+    """A body that is valid JSON of the right shape but does not fit what it addresses (e.g. an action's length)."""
+
+    status = 422
+
+
 class RangeNotSatisfiable(DashboardError):
     status = 416
 

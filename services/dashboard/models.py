@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -367,3 +367,47 @@ class SiblingRuns(BaseModel):
     runs: list[SiblingRun] = Field(description="directories beside this run that hold a metrics.jsonl, newest first")
     truncated: bool = Field(description="more were there than listed (the limit, or the parent's scan bound)")
     limit: int
+
+
+# -- play in the world model -------------------------------------------------------------------
+
+MAX_ACTION_DIM = 64  # WorldModelConfig.action_dim's bound
+FiniteFloat = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+
+
+class PlayStartBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    group: Provenance
+    episode: int = Field(ge=0, le=2**53, strict=True, description="a stored episode of the group")
+    step: int = Field(0, ge=0, le=2**31, strict=True, description="the step to start from (before the episode's end)")
+    camera: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="a camera of the group that the model models")
+
+
+class PlayActionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: list[FiniteFloat] = Field(
+        min_length=1,
+        max_length=MAX_ACTION_DIM,
+        description="one finite number per action dimension (action_dim of the session), clipped to "
+        "[action_low, action_high]; true, strings, NaN and infinities are refused",
+    )
+
+
+class PlaySessionView(BaseModel):
+    session: str = Field(description="the session's id, for /api/play/{session}/...")
+    group: str
+    episode: int
+    step: int = Field(description="the real start: the step of the episode the session starts from")
+    camera: str
+    wm_version: int = Field(description="the world-model version the session runs on (the newest at its start)")
+    action_dim: int
+    action_low: list[float]
+    action_high: list[float]
+    history: int = Field(description="frames of the episode up to the start that the model conditions on")
+    frame_width: int
+    frame_height: int
+    frame_url: str = Field(description="the real start frame (the frames endpoint)")
+    steps: int = Field(description="steps taken since the start (0 after a start or reset)")
+    sessions_open: int
+    max_sessions: int
+    idle_timeout_s: float

@@ -29,6 +29,9 @@ class DashboardSettings(BaseModel):
     store_refresh_min_s: float = Field(0.5, ge=0, le=60, description="at most one store listing per this interval")
     frame_cache_mb: int = Field(128, ge=0, le=16384, description="decoded frames and encoded images kept in RAM")
     jpeg_quality: int = Field(85, ge=10, le=100)
+    live_frame_stale_s: float = Field(
+        3.0, gt=0, le=3600, description="a live camera frame (RUN/live/) whose stamp is older than this is stale"
+    )
     max_steps_per_request: int = Field(4096, ge=1, le=100_000)
     max_sheet_frames: int = Field(256, ge=1, le=4096)
     max_video_fps: float = Field(60.0, gt=0, le=240)
@@ -39,6 +42,10 @@ class DashboardSettings(BaseModel):
     max_imagine_waiting: int = Field(
         4, ge=0, le=1000, description="imagine requests that may wait while one runs; more are answered 429"
     )
+    max_play_sessions: int = Field(
+        4, ge=1, le=64, description="open play sessions; starting one more ends the least recently used"
+    )
+    play_idle_s: float = Field(900.0, ge=1, le=86_400, description="a play session unused this long is ended")
     auth_free_failures: int = Field(
         10, ge=1, le=10_000, description="wrong tokens a client may send before it must back off"
     )

@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 
 def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | None = None,
-          on_round: Callable[[dict], None] | None = None, placement: Placement | None = None) -> TrainSummary:
+          on_round: Callable[[dict], None] | None = None, placement: Placement | None = None,
+          watch: Callable[[], None] | None = None) -> TrainSummary:
     import ray
 
     run_dir = Path(run_dir).resolve()
@@ -55,7 +56,8 @@ def train(run_dir: Path, cfg: RunConfig, resume: bool = False, address: str | No
             make = ray_maker(ray, logs, plan=plan, run_dir=run_dir, report=report)
             with NodeMonitor(ray, run_dir, make.parts, report, address):
                 parts = build_parts(run_dir, cfg, store, make=make)
-                return Loop(run_dir, cfg.loop, parts, schedule_for(cfg.loop), resume=resume, on_round=on_round).run()
+                return Loop(run_dir, cfg.loop, parts, schedule_for(cfg.loop), resume=resume, on_round=on_round,
+                            watch=watch).run()
         finally:
             events.close()
             ray.shutdown()

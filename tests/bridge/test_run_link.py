@@ -68,3 +68,36 @@ def test_unattended_episodes_wait_for_the_first_policy(tmp_path):
         st = rig.op.wait(lambda s: s["episodes"]["committed"] >= 1, 60, "an episode once a policy exists")
         assert st["policy_version"] == 1
         rig.op.wait(lambda s: StatusFile(run).read().robot.policy_version == 1, 10, "the policy version in status.json")
+
+
+def test_unattended_episodes_start_again_after_a_stalled_sensor(tmp_path):
+    """The simulated arm stalls (SIGSTOP) long enough for its streams to go stale: the bridge faults,
+    holds the arm, and with auto_start starts again once every stream has been fresh for
+    `fault_recover_s`; with `fault_recover_s: null` it stays faulted until the operator clears it."""
+    import os
+    import signal
+
+    from tests.bridge.helpers import publish_policy
+
+    for recover in (1.0, None):
+        run = tmp_path / f"run_{recover}"
+        publish_policy(run, seed=3, scale=0.1)
+        profile = small_profile(tmp_path, **{"episode.max_steps": 400, "episode.auto_start": True,
+                                             "episode.fault_recover_s": recover, "action.max_delta": 10.0})
+        with Rig(tmp_path, profile, run) as rig:
+            rig.op.wait(lambda s: s["state"] == "running" and s["step"] >= 3, 60, "the first unattended episode")
+            os.kill(rig.sim.p.pid, signal.SIGSTOP)  # the robot's computer stalls: no message for 2 s
+            time.sleep(2.0)
+            os.kill(rig.sim.p.pid, signal.SIGCONT)
+            st = rig.op.wait(lambda s: s["state"] == "faulted" or s["recoveries"] >= 1, 20, "the stale fault")
+            assert st["recoveries"] >= 1 or st["fault"].startswith("stale:"), st
+            if recover is not None:
+                st = rig.op.wait(lambda s: s["recoveries"] >= 1 and s["state"] == "running", 30,
+                                 "the next episode once the streams were fresh again")
+                assert st["fault"] is None
+                continue
+            time.sleep(4.0)  # fresh again for longer than the other profile waited: still faulted
+            st = rig.op.status
+            assert st["state"] == "faulted" and st["recoveries"] == 0 and st["fault"].startswith("stale:"), st
+            rig.op.send("clear_fault")
+            rig.op.wait(lambda s: s["state"] == "running", 30, "auto-start once the operator cleared the fault")

@@ -26,10 +26,15 @@ CONTROLS = {
 }
 
 
+# play in the world model posts with read access, as the imagine view reads: it moves no robot and
+# writes nothing into the run (docs/dashboard.md, "Play in the world model")
+PLAY = {"/api/play", "/api/play/{session}/step", "/api/play/{session}/reset"}
+
+
 def test_the_list_covers_every_control_endpoint(server):
     schema = httpx.get(server.url + "/openapi.json").json()
     posts = {p for p, ops in schema["paths"].items() if "post" in ops}
-    assert posts == set(CONTROLS)
+    assert posts == set(CONTROLS) | PLAY
 
 
 @pytest.mark.parametrize("path", sorted(CONTROLS))

@@ -214,3 +214,37 @@ def test_label_requests_are_stored_beside_the_episode(tmp_path):
     ev = [e for e in events(tmp_path) if e["kind"].startswith(("episode_labelled", "label_rejected"))]
     assert [(e["kind"], e["data"]["episode"]) for e in ev] == [
         ("episode_labelled", 0), ("label_rejected", 7), ("label_rejected", 0)]
+
+
+def test_the_watch_stops_an_idle_and_a_paused_loop(tmp_path):
+    """A robot process that dies commits nothing: the caller's watch must still be asked while the loop
+    waits for new steps (and while it is paused), so the job ends instead of waiting for ever."""
+    import pytest
+
+    from worldsample.errors import RobotProcessError
+
+    for paused in (False, True):
+        run = tmp_path / f"paused_{paused}"
+        run.mkdir()
+        run_dir(run)
+        alive = threading.Event()
+        alive.set()
+        calls = []
+
+        def watch():
+            calls.append(time.monotonic())
+            if not alive.is_set():
+                raise RobotProcessError("sim-robot exited with -9")
+
+        loop = bridge_loop(run, Recorder(), 4 * LENGTH, watch=watch)
+        running = Running(loop)
+        started(run)
+        if paused:
+            ControlChannel(run).send("pause", reason="look at the arm")
+            wait_for(lambda: (s := StatusFile(run).read()) and s.paused, "the pause")
+        n = len(calls)
+        wait_for(lambda: len(calls) > n + 3, "the watch to be asked while nothing is committed")
+        alive.clear()  # the robot's process dies; nothing more is committed
+        with pytest.raises(RobotProcessError, match="sim-robot exited"):
+            running.join()
+        assert StatusFile(run).read().services["trainer"].state == "error"

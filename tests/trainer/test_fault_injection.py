@@ -50,12 +50,25 @@ def start(args, log):
     return subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT)
 
 
+def diagnosis(run, log_path) -> str:
+    """What a failed wait shows: the job's log, the bridge's and the trainer's last words, the status file."""
+    parts = [f"== {log_path.name}\n{log_path.read_text()[-3000:]}"]
+    for name in ("bridge.log", "sim-robot.log", "status.json", "events.jsonl"):
+        f = run / name
+        if f.exists():
+            parts.append(f"== {name}\n{f.read_text(errors='replace')[-1500:]}")
+    if (run / "metrics.jsonl").exists() and (last := rows(run)[-1:]):
+        parts.append(f"== last metrics row\n{json.dumps(last[0])[:1500]}")
+    return "\n".join(parts)
+
+
 def wait_for_learning(p, run, after_updates: float, log_path, timeout=300):
     """Until the learner has taken updates beyond `after_updates` (a round after a (re)start)."""
     deadline = time.monotonic() + timeout
     while updates(run) <= after_updates:
-        assert p.poll() is None, log_path.read_text()[-3000:]
-        assert time.monotonic() < deadline, f"no learning within {timeout} s"
+        assert p.poll() is None, diagnosis(run, log_path)
+        why = f"no learning beyond {after_updates} updates within {timeout} s"
+        assert time.monotonic() < deadline, why + "\n" + diagnosis(run, log_path)
         time.sleep(0.5)
 
 
@@ -92,7 +105,11 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
         pid = p.pid if victim == "run" else the_process(run, temp, VICTIMS[victim])
         os.kill(pid, signal.SIGKILL)
         t_kill = time.monotonic()
-        p.wait(timeout=120)  # the supervisor ends the job when a part of it dies
+        try:
+            p.wait(timeout=120)  # the supervisor ends the job when a part of it dies
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the job went on for 120 s after its {victim} was killed\n" + diagnosis(
+                run, log_path)) from None
         left = left_after([str(run), temp], timeout=30)
         assert not left, f"after killing the {victim}, still running 30 s later: {left}"
         if victim == "run":
@@ -113,8 +130,9 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
         p = start(["--resume", str(run), "--port", port, *budget], log)
         deadline = time.monotonic() + 300
         while real_steps(run) <= before_steps:
-            assert p.poll() is None, log_path.read_text()[-3000:]
-            assert time.monotonic() < deadline, f"no real step within 300 s of resuming after the {victim}"
+            assert p.poll() is None, diagnosis(run, log_path)
+            why = f"no real step within 300 s of resuming after the {victim}"
+            assert time.monotonic() < deadline, why + "\n" + diagnosis(run, log_path)
             time.sleep(0.25)
         costs[victim] = (time.monotonic() - t_kill, taken - kept)
 

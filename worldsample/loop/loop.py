@@ -16,8 +16,9 @@ the robot's clock and runs world-model training and synthesis beside the learner
 results when ready. Cadences count committed episodes in both. The parts are called through
 `worldsample.loop.calls` and may be Ray actors (services/trainer) or in-process objects (tests).
 
-Operator requests (RUN/control, from the dashboard) are followed before every step of every round
-and before pretraining: a pause (or an e-stop) holds the loop at the next step boundary, so no
+Operator requests (RUN/control, from the dashboard) and the caller's `watch` (e.g. whether the robot's
+processes are alive) are followed before every step of every round, idle rounds included, and before
+pretraining: a pause (or an e-stop) holds the loop at the next step boundary, so no
 learner update, collection or export happens until a resume; labels are written into the store
 (store/labels.py), where the learner's and the world model's readers pick them up. The loop keeps
 its entry in RUN/status.json fresh while it runs (worldsample.loop.heartbeat).
@@ -141,9 +142,12 @@ def _wm_scalars(report: dict) -> dict[str, float]:
 class Loop:
     def __init__(self, run_dir: Path, loop: LoopConfig, parts: Parts, schedule: Schedule, resume: bool = False,
                  on_round: Callable[[dict], None] | None = None, idle_s: float = 1.0, status_every_s: float = 2.0,
-                 pause_poll_s: float = 0.5):
+                 pause_poll_s: float = 0.5, watch: Callable[[], None] | None = None):
         self.run_dir, self.cfg, self.parts, self.schedule = Path(run_dir), loop, parts, schedule
         self.resume, self.on_round, self.idle_s, self.pause_poll_s = resume, on_round, idle_s, pause_poll_s
+        # called at every step boundary, idle rounds and pauses included: raises to stop the run (a dead
+        # robot process commits nothing, so a check made only after a round would never come)
+        self.watch = watch
         self.ckpt_root = RunFiles.of(run_dir).trainer
         self.store = EpisodeStore(run_dir)
         self.real = self.store.reader("real", cache=False)
@@ -280,9 +284,14 @@ class Loop:
         return self.paused
 
     def hold(self) -> None:
-        """Follow operator requests; while paused, wait here (the status heartbeat goes on) for a resume."""
+        """Follow operator requests; while paused, wait here (the status heartbeat goes on) for a resume.
+        The watch is asked first and at every poll, so what it watches stops a paused run too."""
+        if self.watch:
+            self.watch()
         while self.follow_control():
             time.sleep(self.pause_poll_s)
+            if self.watch:
+                self.watch()
 
     def _label(self, cmd: ControlCommand) -> None:
         """An operator's verdict on a stored episode, written into the store beside it: the learner's

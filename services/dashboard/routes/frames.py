@@ -242,6 +242,7 @@ async def video(
     response_class=Response,
     responses={
         200: {"content": {"image/jpeg": {}}, "description": "predicted frames as a contact sheet"},
+        409: {"model": ErrorBody, "description": "the world model does not fit the group's data"},
         429: {"model": ErrorBody, "description": "the imagine queue is full (Retry-After)"},
         501: {"model": ErrorBody, "description": "no provider wired in"},
     },

@@ -81,12 +81,36 @@ export async function postJSON(path, body) {
   return resp.json();
 }
 
+// A file (a download) as a Blob, fetched with the token.
+export async function getBlob(path) {
+  const resp = await fetch(path, { headers: headers() });
+  if (!resp.ok) throw await fail(resp);
+  return resp.blob();
+}
+
 // An image as an ImageBitmap, with the response headers (contact-sheet layout).
 export async function getBitmap(path, opts = {}) {
   const resp = await fetch(path, { headers: headers(), signal: opts.signal });
   if (!resp.ok) throw await fail(resp);
   const bitmap = await createImageBitmap(await resp.blob());
   return { bitmap, headers: resp.headers };
+}
+
+// POST a JSON body; the answer is an image (a play step): an ImageBitmap with the response headers.
+export async function postBitmap(path, body) {
+  const resp = await fetch(path, {
+    method: "POST",
+    headers: headers({ "Content-Type": "application/json" }),
+    body: JSON.stringify(body || {}),
+  });
+  if (!resp.ok) throw await fail(resp);
+  const bitmap = await createImageBitmap(await resp.blob());
+  return { bitmap, headers: resp.headers };
+}
+
+export async function deleteJSON(path) {
+  const resp = await fetch(path, { method: "DELETE", headers: headers() });
+  if (!resp.ok) throw await fail(resp);
 }
 
 // Server-sent events over fetch (EventSource cannot send an Authorization header).

@@ -3,6 +3,7 @@
 import { ApiError, earlyJSON, getJSON, MIN_TOKEN_LENGTH, postJSON, retrying, subscribe, token } from "./api.js";
 import { Charts, MARK_LEGEND, StoreCharts } from "./charts.js";
 import { ago, bytes, clock, esc, int, num, pct, pctCI } from "./format.js";
+import { Play } from "./play.js";
 import { Player } from "./player.js";
 import { CompareRuns, loadConfig, renderCluster, RobotPanel } from "./panels.js";
 
@@ -320,6 +321,7 @@ $("#damaged-list tbody").onclick = (e) => {
 };
 
 const player = new Player($("#player"), { runId: () => state.runId });
+new Play($("#player"), player); // play in the world model from the player's episode and step
 async function selectEpisode(group, episode) {
   state.selected = `${group}/${episode}`;
   document.querySelectorAll("#episodes-table tbody tr").forEach((tr) => tr.classList.toggle("selected", `${tr.dataset.group}/${tr.dataset.episode}` === state.selected));

@@ -1,16 +1,18 @@
 // A small line chart on a canvas: several series, null gaps, EMA smoothing, nice ticks, event
-// markers, a hover crosshair with values. Written for the dashboard; no library.
+// markers, a hover crosshair with values, and a second y axis on the right for series that have
+// their own scale (`axis: "right"`). Written for the dashboard; no library.
 //
 // Nothing here may hang or throw on odd data: the tick generator makes at most MAX_TICKS ticks
 // by index (it cannot stall on a step below float spacing), ranges that are empty, a single
 // point, constant, non-finite or near the float limits are widened or clamped to a drawable
-// span, and each series is reduced to at most four points per pixel column (first, min, max,
+// span (each y axis on its own), and each series is reduced to at most four points per pixel column (first, min, max,
 // last of the column) before it is stroked, so a redraw costs O(points) arithmetic and
 // O(pixels) canvas calls however long the run.
 
 import { clock, num } from "./format.js";
 
-const M = { right: 10, top: 8, bottom: 20 }; // the left margin fits the y labels
+const M = { right: 10, top: 8, bottom: 20 }; // the left margin fits the y labels (the right one a right axis's)
+const TITLE_H = 13; // the band above the plot for the axis titles of a chart with two y axes
 const GRID = "#1e2631";
 const AXIS_TEXT = "#7d8a9c";
 const FONT = '10px ui-monospace, "SF Mono", Menlo, Consolas, monospace';
@@ -139,7 +141,7 @@ export class LineChart {
     canvas.addEventListener("mouseleave", () => { this.hoverX = null; this.safeDraw(); });
   }
 
-  // series: [{name, color, x: number[], y: (number|null)[]}]
+  // series: [{name, color, x: number[], y: (number|null)[], axis?: "left"|"right"}]
   setSeries(series) { this.series = series; }
 
   // markers: [{x, color, label}] in the chart's x coordinates
@@ -163,29 +165,54 @@ export class LineChart {
     });
   }
 
-  _bounds(smoothed) {
-    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+  // y range of the series on one axis ("left" or "right"; a series without `axis` is on the left)
+  _yRange(smoothed, side) {
+    let y0 = Infinity, y1 = -Infinity, any = false;
     this.series.forEach((s, k) => {
-      const xs = s.x, ys = s.y, sm = smoothed[k];
-      for (let i = 0; i < xs.length; i++) {
-        const x = xs[i];
-        if (!Number.isFinite(x)) continue;
-        if (x < x0) x0 = x;
-        if (x > x1) x1 = x;
-        for (const y of [ys[i], sm[i]]) if (typeof y === "number" && Number.isFinite(y)) { if (y < y0) y0 = y; if (y > y1) y1 = y; }
+      if ((s.axis === "right" ? "right" : "left") !== side) return;
+      any = true;
+      for (const ys of s.y === smoothed[k] ? [s.y] : [s.y, smoothed[k]]) {
+        for (let i = 0; i < ys.length; i++) {
+          const y = ys[i];
+          if (typeof y === "number" && Number.isFinite(y)) { if (y < y0) y0 = y; if (y > y1) y1 = y; }
+        }
       }
     });
-    if (!Number.isFinite(x0)) return null;
+    if (!any) return null;
     const finiteY = Number.isFinite(y0);
     if (this.opts.yMin !== undefined) y0 = Math.min(y0, this.opts.yMin);
     if (this.opts.yMax !== undefined) y1 = Math.max(y1, this.opts.yMax);
-    [x0, x1] = drawableRange(x0, x1, 1, 1e-9);
     [y0, y1] = finiteY || this.opts.yMin !== undefined ? drawableRange(y0, y1) : [0, 1];
     const pad = (y1 - y0) * 0.06;
-    return { x0, x1, y0: this.opts.yMin ?? y0 - pad, y1: this.opts.yMax ?? y1 + pad, finiteY };
+    return { y0: this.opts.yMin ?? y0 - pad, y1: this.opts.yMax ?? y1 + pad, finiteY };
+  }
+
+  // x range of every series, and a y range per axis: `right` only when a series is on the right
+  _bounds(smoothed) {
+    let x0 = Infinity, x1 = -Infinity;
+    for (const s of this.series) {
+      const xs = s.x;
+      for (let i = 0; i < xs.length; i++) { const x = xs[i]; if (Number.isFinite(x)) { if (x < x0) x0 = x; if (x > x1) x1 = x; } }
+    }
+    if (!Number.isFinite(x0)) return null;
+    [x0, x1] = drawableRange(x0, x1, 1, 1e-9);
+    const left = this._yRange(smoothed, "left") || { y0: 0, y1: 1, finiteY: false };
+    return { x0, x1, left, right: this._yRange(smoothed, "right") };
+  }
+
+  // an axis's ticks and their labels, or null when it has nothing to show
+  _axis(g, a, count) {
+    if (!a || !a.finiteY) return null;
+    const ticks = niceTicks(a.y0, a.y1, count);
+    const step = ticks.length > 1 ? ticks[1] - ticks[0] : Math.abs(a.y1 - a.y0) || 1;
+    const labels = ticks.map((v) => (this.opts.yFormat ? this.opts.yFormat(v) : tickLabel(v, step)));
+    const width = Math.min(90, Math.max(30, Math.ceil(Math.max(0, ...labels.map((t) => g.measureText(t).width))) + 9));
+    return { ...a, ticks, labels, width };
   }
 
   // Draws the chart; `size` ({W, H}) skips reading the layout (the caller read it for many charts).
+  // Series with `axis: "right"` get their own y axis on the right, with its own range and labels, and
+  // each axis is titled with its series' names above the plot.
   draw(size) {
     const c = this.canvas;
     const dpr = window.devicePixelRatio || 1;
@@ -199,51 +226,79 @@ export class LineChart {
     const smoothed = this._smoothed();
     const b = this._bounds(smoothed);
     g.font = FONT;
-    if (!b || !b.finiteY) {
+    this.axes = null;
+    if (!b || !(b.left.finiteY || b.right?.finiteY)) {
       g.fillStyle = AXIS_TEXT; g.textAlign = "center"; g.textBaseline = "middle";
       g.fillText(b ? "no finite values" : "no data yet", W / 2, H / 2);
       return false;
     }
-    const ph = Math.max(1, H - M.top - M.bottom);
-    const yt = niceTicks(b.y0, b.y1, Math.max(2, Math.floor(ph / 28)));
-    const ystep = yt.length > 1 ? yt[1] - yt[0] : Math.abs(b.y1 - b.y0) || 1;
-    const ylabels = yt.map((v) => (this.opts.yFormat ? this.opts.yFormat(v) : tickLabel(v, ystep)));
-    // the left margin fits the widest y label
-    const left = Math.min(90, Math.max(30, Math.ceil(Math.max(0, ...ylabels.map((t) => g.measureText(t).width))) + 9));
-    this._left = left;
-    const pw = Math.max(1, W - left - M.right);
-    const kx = pw / (b.x1 - b.x0), ky = ph / (b.y1 - b.y0);
+    const dual = !!b.right;
+    const top = M.top + (dual ? TITLE_H : 0); // a band for the axis titles
+    const ph = Math.max(1, H - top - M.bottom);
+    const count = Math.max(2, Math.floor(ph / 28));
+    const L = this._axis(g, b.left, count), R = dual ? this._axis(g, b.right, count) : null;
+    const main = L || R; // the grid follows the left axis (the right one when the left has no values)
+    const left = L ? L.width : 30;
+    const right = R ? R.width : M.right;
+    this._left = left; this._top = top;
+    const pw = Math.max(1, W - left - right);
+    const kx = pw / (b.x1 - b.x0);
     const sx = (x) => clampPx(left + (x - b.x0) * kx);
-    const sy = (y) => clampPx(M.top + (b.y1 - y) * ky);
+    const syOf = (a) => { const ky = ph / (a.y1 - a.y0); return (y) => clampPx(top + (a.y1 - y) * ky); };
+    const sy = syOf(main), syR = R ? syOf(R) : sy, syL = L ? syOf(L) : sy;
+    const syFor = (k) => (this.series[k].axis === "right" ? syR : syL);
+    this.axes = { left: L && { lo: L.y0, hi: L.y1, ticks: L.ticks }, right: R && { lo: R.y0, hi: R.y1, ticks: R.ticks } };
 
     // grid and ticks
     g.strokeStyle = GRID; g.lineWidth = 1; g.fillStyle = AXIS_TEXT;
     const time = this.opts.xMode === "time";
     const xt = niceTicks(b.x0, b.x1, Math.max(2, Math.floor(pw / 80)), !time);
     g.beginPath(); // the whole grid in one path
-    for (const v of yt) { const y = Math.round(sy(v)) + 0.5; g.moveTo(left, y); g.lineTo(W - M.right, y); }
-    for (const v of xt) { const x = Math.round(sx(v)) + 0.5; g.moveTo(x, M.top); g.lineTo(x, M.top + ph); }
+    for (const v of main.ticks) { const y = Math.round(sy(v)) + 0.5; g.moveTo(left, y); g.lineTo(W - right, y); }
+    for (const v of xt) { const x = Math.round(sx(v)) + 0.5; g.moveTo(x, top); g.lineTo(x, top + ph); }
+    if (R) for (const v of R.ticks) { const y = Math.round(syR(v)) + 0.5; g.moveTo(W - right, y); g.lineTo(W - right + 3, y); }
     g.stroke();
-    g.textAlign = "right"; g.textBaseline = "middle";
-    yt.forEach((v, i) => g.fillText(ylabels[i], left - 5, Math.round(sy(v)) + 0.5));
+    g.textBaseline = "middle";
+    if (L) { g.textAlign = "right"; L.ticks.forEach((v, i) => g.fillText(L.labels[i], left - 5, Math.round(syL(v)) + 0.5)); }
+    if (R) { g.textAlign = "left"; R.ticks.forEach((v, i) => g.fillText(R.labels[i], W - right + 5, Math.round(syR(v)) + 0.5)); }
     g.textAlign = "center"; g.textBaseline = "top";
-    for (const v of xt) g.fillText(time ? clock(v) : compact(v), Math.round(sx(v)) + 0.5, M.top + ph + 5);
+    for (const v of xt) g.fillText(time ? clock(v) : compact(v), Math.round(sx(v)) + 0.5, top + ph + 5);
+    if (dual) this._axisTitles(g, left, W - right, M.top);
 
     g.save();
-    g.beginPath(); g.rect(left, M.top, pw, ph); g.clip();
+    g.beginPath(); g.rect(left, top, pw, ph); g.clip();
     this._drawMarkers(g, b, sx, ph);
     // lines: raw faint under smoothed when smoothing is on; each reduced to the pixel width
     this.series.forEach((s, k) => {
-      if (this.opts.smoothing > 0) this._line(g, ...decimate(s.x, s.y, b.x0, b.x1, pw), sx, sy, s.color, 0.22, 1, false);
-      this._line(g, ...decimate(s.x, smoothed[k], b.x0, b.x1, pw), sx, sy, s.color, 1, 1.6, true);
+      const y = syFor(k);
+      if (this.opts.smoothing > 0) this._line(g, ...decimate(s.x, s.y, b.x0, b.x1, pw), sx, y, s.color, 0.22, 1, false);
+      this._line(g, ...decimate(s.x, smoothed[k], b.x0, b.x1, pw), sx, y, s.color, 1, 1.6, true);
     });
     if (this.cursorX !== null) {
       const x = sx(this.cursorX);
-      g.strokeStyle = "#ffffff88"; g.beginPath(); g.moveTo(x, M.top); g.lineTo(x, M.top + ph); g.stroke();
+      g.strokeStyle = "#ffffff88"; g.beginPath(); g.moveTo(x, top); g.lineTo(x, top + ph); g.stroke();
     }
     g.restore();
-    if (this.hoverX !== null && this.hoverX >= left && this.hoverX <= W - M.right) this._hover(g, smoothed, sx, sy, b, pw, ph, W);
+    if (this.hoverX !== null && this.hoverX >= left && this.hoverX <= W - right) this._hover(g, smoothed, sx, syFor, b, pw, ph, W - right);
     return true;
+  }
+
+  // "◂ real" over the left axis and "synthetic ▸" over the right one, in their series' colours
+  _axisTitles(g, x0, x1, y) {
+    const named = (right) => this.series.filter((s) => s.name && (s.axis === "right") === right);
+    g.textBaseline = "top";
+    g.textAlign = "left";
+    let x = x0;
+    named(false).forEach((s, i, all) => {
+      const t = `${i ? "" : "◂ "}${s.name}${i < all.length - 1 ? "," : ""}`;
+      g.fillStyle = s.color; g.fillText(t, x, y); x += g.measureText(t).width + 4;
+    });
+    g.textAlign = "right";
+    x = x1;
+    named(true).reverse().forEach((s, i) => {
+      const t = `${s.name}${i ? "," : " ▸"}`;
+      g.fillStyle = s.color; g.fillText(t, x, y); x -= g.measureText(t).width + 4;
+    });
   }
 
   _drawMarkers(g, b, sx, ph) {
@@ -253,9 +308,10 @@ export class LineChart {
       const x = Math.round(sx(m.x)) + 0.5;
       g.strokeStyle = m.color; g.fillStyle = m.color; g.globalAlpha = 0.75; g.lineWidth = 1;
       g.setLineDash([3, 3]);
-      g.beginPath(); g.moveTo(x, M.top); g.lineTo(x, M.top + ph); g.stroke();
+      const top = this._top;
+      g.beginPath(); g.moveTo(x, top); g.lineTo(x, top + ph); g.stroke();
       g.setLineDash([]);
-      g.beginPath(); g.moveTo(x - 4, M.top); g.lineTo(x + 4, M.top); g.lineTo(x, M.top + 6); g.fill();
+      g.beginPath(); g.moveTo(x - 4, top); g.lineTo(x + 4, top); g.lineTo(x, top + 6); g.fill();
       g.globalAlpha = 1;
       this.shownMarkers++;
     }
@@ -279,7 +335,9 @@ export class LineChart {
     g.globalAlpha = 1;
   }
 
-  _hover(g, smoothed, sx, sy, b, pw, ph, W) {
+  // `syFor(k)`: series k's y scale; `xr`: the plot's right edge
+  _hover(g, smoothed, sx, syFor, b, pw, ph, xr) {
+    const top = this._top;
     const xv = b.x0 + ((this.hoverX - this._left) / pw) * (b.x1 - b.x0);
     const lines = [];
     let at = null;
@@ -290,18 +348,18 @@ export class LineChart {
       const y = smoothed[k][i];
       at = s.x[i];
       if (typeof y === "number" && Number.isFinite(y)) {
-        g.fillStyle = s.color; g.beginPath(); g.arc(sx(s.x[i]), sy(y), 3, 0, 7); g.fill();
+        g.fillStyle = s.color; g.beginPath(); g.arc(sx(s.x[i]), syFor(k)(y), 3, 0, 7); g.fill();
       }
       lines.push([s.color, `${s.name ? s.name + " " : ""}${num(y)}`]);
     });
     if (at === null) return;
     const x = Math.round(sx(at)) + 0.5;
     for (const m of this.markers) if (Math.abs(sx(m.x) - this.hoverX) <= 4) lines.push([m.color, `▼ ${m.label}`]);
-    g.strokeStyle = "#ffffff44"; g.beginPath(); g.moveTo(x, M.top); g.lineTo(x, M.top + ph); g.stroke();
+    g.strokeStyle = "#ffffff44"; g.beginPath(); g.moveTo(x, top); g.lineTo(x, top + ph); g.stroke();
     const head = this.opts.xMode === "time" ? clock(at) : `${this.opts.xLabel || "step"} ${num(at, 0)}`;
     const w = Math.max(...[head, ...lines.map((l) => l[1])].map((t) => g.measureText(t).width)) + 16;
     const h = 14 * (lines.length + 1) + 6;
-    const bx = Math.max(0, Math.min(x + 8, W - M.right - w)), by = M.top + 2;
+    const bx = Math.max(0, Math.min(x + 8, xr - w)), by = top + 2;
     g.fillStyle = "#0b0e13ee"; g.strokeStyle = "#2c3747";
     g.fillRect(bx, by, w, h); g.strokeRect(bx + 0.5, by + 0.5, w, h);
     g.textAlign = "left"; g.textBaseline = "top";

@@ -397,6 +397,8 @@ export class Charts {
   }
 }
 
+const isSynthetic = (group) => /^synth/.test(group);
+
 function rolling(ys, window) {
   const out = [];
   let acc = 0;
@@ -432,20 +434,30 @@ export class StoreCharts {
     this.drawAll();
   }
 
+  // Synthetic episodes (the synthesiser's group) are on a y axis of their own, on the right, when
+  // the chart also draws real ones: their lengths and returns differ from the robot's by a lot, and
+  // on one scale the smaller would be a flat line.
   drawAll() {
     if (!this.byGroup || !this.root.offsetParent) return;
+    const groups = Object.keys(this.byGroup).sort();
+    const dual = groups.some(isSynthetic) && groups.some((g) => !isSynthetic(g));
+    const side = (g) => (dual && isSynthetic(g) ? "right" : "left");
     for (const c of this.charts) {
       try {
-        const groups = Object.keys(this.byGroup).sort();
         c.chart.setSeries(groups.map((g, i) => {
           const eps = this.byGroup[g];
-          return { name: g, color: GROUP_COLORS[g] || PALETTE[i % PALETTE.length], x: eps.map((_, j) => j), y: c.get(eps) };
+          return { name: g, color: GROUP_COLORS[g] || PALETTE[i % PALETTE.length], x: eps.map((_, j) => j), y: c.get(eps), axis: side(g) };
         }));
         c.chart.draw();
         const legend = c.box.querySelector(".legend");
-        legend.innerHTML = groups.map((g, i) => `<span><i data-color="${GROUP_COLORS[g] || PALETTE[i % PALETTE.length]}"></i>${esc(g)} (${this.byGroup[g].length})</span>`).join("");
+        legend.innerHTML = groups.map((g, i) => `<span data-group="${esc(g)}" data-axis="${side(g)}"><i data-color="${GROUP_COLORS[g] || PALETTE[i % PALETTE.length]}"></i>${esc(g)} (${this.byGroup[g].length})${dual ? ` · ${side(g)} axis` : ""}</span>`).join("");
         legend.querySelectorAll("[data-color]").forEach((el) => { el.style.background = el.dataset.color; }); // CSP: no inline style attributes
         c.box.dataset.points = String(groups.reduce((a, g) => a + this.byGroup[g].length, 0));
+        const axes = c.chart.axes || {};
+        c.box.dataset.axes = String(dual ? 2 : 1);
+        for (const [k, attr] of [["left", "yLeft"], ["right", "yRight"]]) { // data-y-left="lo,hi": each axis's range
+          if (axes[k]) c.box.dataset[attr] = `${axes[k].lo},${axes[k].hi}`; else delete c.box.dataset[attr];
+        }
       } catch (err) {
         c.box.classList.add("failed");
         const el = c.box.querySelector(".chart-error");

@@ -1,11 +1,12 @@
 // The live robot panel, the Ray cluster table, the runs-side-by-side picker and the config view.
 //
 // The robot panel shows what the API provides: the bridge's entry and `robot` in RUN/status.json
-// (through the overview), the newest stored episode and its frames (stills, or its replay as
-// MJPEG). A figure the bridge does not publish is "–", and its tooltip names the field it would
-// need to write. Alarms: no or stale bridge, stale observations, robot disconnected, the bridge's
-// fault and each stale stream's cause in the bridge's words, a camera
-// stream that failed, and this page's own live updates stalled (the figures are then old).
+// (through the overview), the bridge's live camera frames (RUN/live/) while they are fresh, else
+// the newest stored episode and its frames (stills, or its replay as MJPEG), saying which it shows.
+// A figure the bridge does not publish is "–", and its tooltip names the field it would need to
+// write. Alarms: no or stale bridge, stale observations, robot disconnected, the bridge's fault and
+// each stale stream's cause in the bridge's words, a camera stream that failed, and this page's own
+// live updates stalled (the figures are then old).
 
 import { ApiError, getJSON } from "./api.js";
 import { ago, bytes, clock, esc, num } from "./format.js";
@@ -13,6 +14,7 @@ import { ago, bytes, clock, esc, num } from "./format.js";
 const OBS_STALE_S = 2; // as the top bar's alarm
 const LIVE_STALE_S = 5; // no overview for this long: the page's live updates stalled
 const REPLAY_FPS = 10;
+const LIVE_POLL_MS = 500; // the bridge writes its live frames about twice a second
 const notPublished = (field, what) => `not published: the bridge would need to write ${what} into RUN/status.json (${field})`;
 
 export class RobotPanel {
@@ -36,13 +38,18 @@ export class RobotPanel {
     this.shown = "";
     this.el.play.onclick = () => { this.playing = !this.playing; this._renderCams(true); };
     this.started = false; // the cameras load once the Robot tab is first shown (not during first paint)
+    this.liveFrames = { cameras: [], stale_after_s: null, error: null }; // /api/live/frames
+    this.liveError = "";
+    this.livePolling = false;
     setInterval(() => this._checkFresh(), 1000);
+    setInterval(() => this._pollLive(), LIVE_POLL_MS);
   }
 
   show() {
     if (this.started) return;
     this.started = true;
     this.newestChanged();
+    this._pollLive();
   }
 
   setLive(on) {
@@ -112,6 +119,22 @@ export class RobotPanel {
     this._alarm("streams", bridge.up && causes.length && !(r?.fault || "").includes(causes[0]) ? `Stale: ${causes.join("; ")}` : "");
   }
 
+  // the bridge's live frames (RUN/live/), asked for about twice a second while the Robot tab is shown
+  async _pollLive() {
+    if (!this.started || this.livePolling || !this.root.offsetParent) return;
+    this.livePolling = true;
+    try {
+      this.liveFrames = await getJSON("/api/live/frames");
+      this.liveError = "";
+    } catch (err) {
+      this.liveFrames = { cameras: [], stale_after_s: null, error: null };
+      this.liveError = err instanceof ApiError ? err.detail : String(err);
+    } finally {
+      this.livePolling = false;
+    }
+    this._renderCams(false);
+  }
+
   // the newest stored episode (a real one when there is one): its cameras' frames are shown
   async newestChanged() {
     if (!this.started) return;
@@ -133,49 +156,103 @@ export class RobotPanel {
       img.removeAttribute("src");
     }
     this.el.cams.innerHTML = "";
+    for (const k of [...this.alarms.keys()]) if (k.startsWith("camera-")) this._alarm(k, "");
   }
 
+  // one camera's box; `failed` says what failed (shown in its caption and as an alarm)
+  _camBox(cam, caption, failed) {
+    const box = document.createElement("figure");
+    box.className = "cam";
+    box.dataset.camera = cam;
+    const img = document.createElement("img");
+    img.alt = `${cam} camera`;
+    const cap = document.createElement("figcaption");
+    cap.textContent = caption;
+    img.onload = () => { box.classList.remove("failed"); this._alarm(`camera-${cam}`, ""); };
+    img.onerror = () => {
+      box.classList.add("failed");
+      cap.textContent = `${cam} · the stream failed or ended`;
+      this._alarm(`camera-${cam}`, `Camera ${cam}: ${failed()} failed or ended.`);
+    };
+    box.append(img, cap);
+    this.el.cams.appendChild(box);
+    return { box, img, cap };
+  }
+
+  // live frames while at least one is fresh (and no replay was asked for); else the newest stored episode's
   async _renderCams(force) {
+    const live = (this.liveFrames.cameras || []).filter((c) => !c.error);
+    if (!this.playing && live.some((c) => !c.stale)) return this._renderLive(live, force);
     const ep = this.newest;
-    const key = ep ? `${ep.group}/${ep.episode}/${this.playing}` : "";
-    if (!force && key === this.shown) return;
-    this.shown = key;
+    const key = ep ? `stored:${ep.group}/${ep.episode}/${this.playing}` : "stored:";
     this.el.play.disabled = !ep || !ep.cameras.length;
     this.el.play.textContent = this.playing ? "Stop replay" : "Replay";
-    for (const k of [...this.alarms.keys()]) if (k.startsWith("camera-")) this._alarm(k, "");
+    const why = this._noLive(live);
     if (!ep || !ep.cameras.length) {
-      this._clearCams();
-      this.el.camNote.textContent = ep ? "the newest episode has no cameras" : "no episode stored yet: no camera frames to show";
+      if (key !== this.shown) this._clearCams();
+      this.shown = key;
+      this.el.cams.dataset.source = "none";
+      this.el.camNote.textContent = `${ep ? "the newest episode has no cameras" : "no episode stored yet: no camera frames to show"}; ${why}`;
       return;
     }
+    this.el.camNote.textContent = `Recorded frames of the newest stored episode (ended ${ago(ep.wall_time_end)} ago), not a live feed: ${why}`;
+    if (!force && key === this.shown) return;
+    this.shown = key;
     const id = await Promise.race([this.runId(), new Promise((r) => setTimeout(() => r(""), 3000))]);
     if (key !== this.shown) return;
     const base = `/api/episodes/${ep.group}/${ep.episode}`;
     this._clearCams();
+    this.el.cams.dataset.source = this.playing ? "replay" : "stored";
     for (const cam of ep.cameras) {
-      const box = document.createElement("figure");
-      box.className = "cam";
-      box.dataset.camera = cam;
-      const img = document.createElement("img");
-      img.alt = `${cam} camera`;
-      const cap = document.createElement("figcaption");
-      cap.textContent = this.playing
+      const caption = this.playing
         ? `${cam} · replay of ${ep.group}/${ep.episode} (MJPEG, ${REPLAY_FPS} fps)`
         : `${cam} · newest recorded frame · ${ep.group}/${ep.episode} t${ep.length - 1}`;
-      img.onload = () => { box.classList.remove("failed"); this._alarm(`camera-${cam}`, ""); };
-      img.onerror = () => {
-        box.classList.add("failed");
-        cap.textContent = `${cam} · the stream failed or ended`;
-        this._alarm(`camera-${cam}`, `Camera ${cam}: the ${this.playing ? "replay stream" : "frame"} of ${ep.group}/${ep.episode} failed or ended.`);
-      };
+      const { img } = this._camBox(cam, caption, () => `the ${this.playing ? "replay stream" : "frame"} of ${ep.group}/${ep.episode}`);
       img.src = this.playing
         ? `${base}/video/${encodeURIComponent(cam)}?fps=${REPLAY_FPS}&loop=true`
         : `${base}/frames/${encodeURIComponent(cam)}/${ep.length - 1}${id ? `?run=${encodeURIComponent(id)}` : ""}`;
-      box.append(img, cap);
-      this.el.cams.appendChild(box);
     }
-    this.el.camNote.textContent = `Recorded frames of the newest stored episode (ended ${ago(ep.wall_time_end)} ago), not a live feed: `
-      + "the bridge does not publish its cameras to the run directory.";
+  }
+
+  // why the panel shows no live frames, in words
+  _noLive(live) {
+    const lf = this.liveFrames;
+    if (this.playing && live.some((c) => !c.stale)) return "a replay was asked for (the bridge's live frames are fresh: Stop replay shows them).";
+    if (live.length) {
+      const age = Math.min(...live.map((c) => (Number.isFinite(c.age_s) ? c.age_s : Infinity)));
+      return `the bridge's live frames are stale (the newest is ${Number.isFinite(age) ? `${num(age, 1)} s old` : "unstamped"}; stale after ${num(lf.stale_after_s)} s).`;
+    }
+    if (this.liveError) return `the live frames cannot be listed (${this.liveError}).`;
+    if (lf.error) return `${lf.error}.`;
+    const broken = (lf.cameras || []).find((c) => c.error);
+    if (broken) return `the live frame of ${broken.camera} is not served (${broken.error}).`;
+    return "the bridge writes no live frames to the run directory (RUN/live/; live_frames_hz in its robot profile).";
+  }
+
+  _renderLive(cams, force) {
+    const key = `live:${cams.map((c) => c.camera).join(",")}`;
+    this.el.play.disabled = !this.newest || !this.newest.cameras.length;
+    this.el.play.textContent = "Replay";
+    if (force || key !== this.shown) {
+      this.shown = key;
+      this._clearCams();
+      this.el.cams.dataset.source = "live";
+      for (const c of cams) this._camBox(c.camera, "", () => "the live frame");
+    }
+    for (const c of cams) {
+      const box = [...this.el.cams.querySelectorAll("figure.cam")].find((b) => b.dataset.camera === c.camera);
+      if (!box) continue;
+      const stamp = String(c.stamp_ns ?? 0);
+      if (box.dataset.stamp !== stamp) {
+        box.dataset.stamp = stamp;
+        box.querySelector("img").src = `/api/live/frames/${encodeURIComponent(c.camera)}?t=${stamp}`;
+      }
+      box.classList.toggle("stale", c.stale);
+      box.dataset.stale = String(c.stale);
+      box.querySelector("figcaption").textContent = `${c.camera} · live · ${Number.isFinite(c.age_s) ? `${num(c.age_s, 1)} s old` : "unstamped"}${c.stale ? " · stale" : ""}`;
+    }
+    this.el.camNote.textContent = `Live frames from the bridge: the newest frame per camera (RUN/live/), refreshed about twice a second; `
+      + `a frame is stale after ${num(this.liveFrames.stale_after_s)} s, and once every camera's is, the newest stored episode is shown instead.`;
   }
 }
 

@@ -1,7 +1,7 @@
 // Episode player: per-camera views drawn from contact sheets, a scrubber, and the action,
 // reward and flag traces under the timeline. Optional "imagine" views from the world model.
 
-import { ApiError, getBitmap, getJSON, retrying } from "./api.js";
+import { ApiError, getBitmap, getBlob, getJSON, retrying, token } from "./api.js";
 import { axisNum, esc, num, PALETTE } from "./format.js";
 
 const SHEET = 256; // frames per contact-sheet request (the server's default limit)
@@ -25,6 +25,7 @@ export class Player {
       traces: root.querySelector("#traces"),
       readout: root.querySelector("#readout"),
       imagine: root.querySelector("#imagine-toggle"),
+      mcap: root.querySelector("#export-mcap"),
     };
     this.onStatus = onStatus;
     this.runId = runId || (() => "");
@@ -37,6 +38,8 @@ export class Player {
     this.el.fwd.onclick = () => this.seek(this.t + 1);
     this.el.scrub.oninput = () => this.seek(+this.el.scrub.value);
     this.el.imagine.onchange = () => this.loadImagination();
+    this.mcapTitle = this.el.mcap.title;
+    this.el.mcap.onclick = (e) => this._download(e);
     this.el.traces.addEventListener("click", (e) => this._traceSeek(e));
     this.el.traces.addEventListener("mousemove", (e) => { if (e.buttons & 1) this._traceSeek(e); });
     window.addEventListener("resize", () => this.drawTraces());
@@ -59,6 +62,7 @@ export class Player {
     this.pause();
     this.el.title.textContent = `${group} / ${episode}`;
     this.el.views.innerHTML = '<div class="muted">loading…</div>';
+    this.el.mcap.hidden = true;
     let detail;
     const steps = {};
     try {
@@ -76,6 +80,7 @@ export class Player {
     this.ep = { group, episode, detail, steps, views: {}, imagined: {} };
     this._renderMeta(detail);
     this._buildViews(detail);
+    Object.assign(this.el.mcap, { href: `/api/episodes/${group}/${episode}/export.mcap`, hidden: false, title: this.mcapTitle });
     this.el.scrub.max = String(detail.length - 1);
     for (const b of [this.el.play, this.el.back, this.el.fwd, this.el.scrub]) b.disabled = false;
     this.t = 0;
@@ -106,6 +111,20 @@ export class Player {
     this.el.views.appendChild(msg);
     this.el.readout.textContent = "";
     this.drawTraces();
+  }
+
+  // the .mcap link downloads as it is; with a token set (reads may need it), it is fetched with
+  // the token and saved from a blob
+  _download(e) {
+    if (!token.get()) return;
+    e.preventDefault();
+    const link = this.el.mcap;
+    const name = `${this.ep.group}-${this.ep.episode}.mcap`;
+    getBlob(link.href).then((blob) => {
+      const a = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: name });
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    }, (err) => { link.title = `download failed: ${err instanceof ApiError ? err.detail : err}`; });
   }
 
   _renderMeta(d) {
