@@ -83,3 +83,63 @@ def test_path_mistake_is_one_clear_line_and_exit_2(workdir, monkeypatch, argv, k
     assert lines, out
     assert not (workdir / "newbag").exists() and not (workdir / "newrun").exists()
     assert sorted(p.name for p in (workdir / "okrun").iterdir()) == []
+
+
+DRIVER = """
+import json, sys
+from typer.testing import CliRunner
+from services.cli.main import app
+for argv in json.loads(sys.stdin.read()):
+    r = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    print(json.dumps({"argv": argv, "exit": r.exit_code, "out": r.output, "exc": repr(r.exception)}))
+"""
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+
+
+def test_unreadable_paths_as_an_unprivileged_user(workdir, tmp_path):
+    """As root, permissions stop nobody: the unreadable cases run as user `nobody` (setpriv), in one
+    process, over a copy of the work directory that `nobody` may enter but whose `no_read` it may not."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    if os.geteuid() != 0:
+        pytest.skip("not root: the parametrized test checks the unreadable cases directly")
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    root = Path(__file__).resolve().parents[2]
+    probe = subprocess.run([*NOBODY, sys.executable, "-c", "import services.cli.main"], cwd=root, capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"user nobody cannot import this checkout: {probe.stderr.decode()[-300:]}")
+    work = Path(tempfile.mkdtemp(prefix="ws_noread_", dir="/tmp"))
+    try:
+        for name in (FILE, DIR, "okrun", "demorun", "profile.yaml", "bag"):
+            src = workdir / name
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+        (work / NOREAD).mkdir()
+        (work / NOREAD / "x").write_text("x")
+        os.chmod(work / NOREAD, 0)
+        for p in [work, *work.rglob("*")]:
+            if p.name != NOREAD and p.parent.name != NOREAD:
+                os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        cases = [[a.replace("{p}", NOREAD) for a in argv] for argv, _kind in COMMANDS]
+        env = {**os.environ, "PYTHONPATH": str(root), "HOME": str(work), "MUJOCO_GL": "egl"}
+        res = subprocess.run([*NOBODY, sys.executable, "-c", DRIVER], cwd=work, env=env, input=json.dumps(cases),
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        results = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+        assert len(results) == len(cases), res.stdout[-3000:] + res.stderr[-3000:]
+        for r in results:
+            out = r["out"]
+            assert r["exit"] == 2, f"{' '.join(r['argv'])}: exit {r['exit']}: {r['exc']}\n{out}"
+            assert "Traceback" not in out, out
+            lines = [ln for ln in out.splitlines()
+                     if NOREAD in ln and ("error" in ln.lower() or "invalid value" in ln.lower())]
+            assert lines, f"{' '.join(r['argv'])}:\n{out}"
+        assert sorted(p.name for p in (work / "okrun").iterdir()) == []
+        assert not (work / "newbag").exists() and not (work / "newrun").exists()
+    finally:
+        os.chmod(work / NOREAD, 0o700)
+        shutil.rmtree(work, ignore_errors=True)
