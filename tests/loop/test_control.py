@@ -9,6 +9,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from worldsample.loop.calls import Local
 from worldsample.loop.config import LoopConfig
 from worldsample.loop.loop import ASYNC, Loop, Parts
@@ -216,35 +218,29 @@ def test_label_requests_are_stored_beside_the_episode(tmp_path):
         ("episode_labelled", 0), ("label_rejected", 7), ("label_rejected", 0)]
 
 
-def test_the_watch_stops_an_idle_and_a_paused_loop(tmp_path):
+@pytest.mark.parametrize("paused", [False, True], ids=["idle", "paused"])
+def test_the_watch_stops_an_idle_and_a_paused_loop(tmp_path, paused):
     """A robot process that dies commits nothing: the caller's watch must still be asked while the loop
     waits for new steps (and while it is paused), so the job ends instead of waiting for ever."""
-    import pytest
-
     from worldsample.errors import RobotProcessError
 
-    for paused in (False, True):
-        run = tmp_path / f"paused_{paused}"
-        run.mkdir()
-        run_dir(run)
-        alive = threading.Event()
-        alive.set()
-        calls = []
+    run_dir(tmp_path)
+    alive, calls = threading.Event(), []
+    alive.set()
 
-        def watch():
-            calls.append(time.monotonic())
-            if not alive.is_set():
-                raise RobotProcessError("sim-robot exited with -9")
+    def watch():
+        calls.append(time.monotonic())
+        if not alive.is_set():
+            raise RobotProcessError("sim-robot exited with -9")
 
-        loop = bridge_loop(run, Recorder(), 4 * LENGTH, watch=watch)
-        running = Running(loop)
-        started(run)
-        if paused:
-            ControlChannel(run).send("pause", reason="look at the arm")
-            wait_for(lambda: (s := StatusFile(run).read()) and s.paused, "the pause")
-        n = len(calls)
-        wait_for(lambda: len(calls) > n + 3, "the watch to be asked while nothing is committed")
-        alive.clear()  # the robot's process dies; nothing more is committed
-        with pytest.raises(RobotProcessError, match="sim-robot exited"):
-            running.join()
-        assert StatusFile(run).read().services["trainer"].state == "error"
+    running = Running(bridge_loop(tmp_path, Recorder(), 4 * LENGTH, watch=watch))
+    started(tmp_path)
+    if paused:
+        ControlChannel(tmp_path).send("pause", reason="look at the arm")
+        wait_for(lambda: (s := StatusFile(tmp_path).read()) and s.paused, "the pause")
+    n = len(calls)
+    wait_for(lambda: len(calls) > n + 3, "the watch to be asked while nothing is committed")
+    alive.clear()  # the robot's process dies; nothing more is committed
+    with pytest.raises(RobotProcessError, match="sim-robot exited"):
+        running.join()
+    assert StatusFile(tmp_path).read().services["trainer"].state == "error"
