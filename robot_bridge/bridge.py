@@ -48,6 +48,12 @@ def stream_converter(s, profile: RobotProfile):
 class Bridge:
     def __init__(self, profile: RobotProfile, run_dir: Path, transport: Transport):
         self.p, self.transport = profile, transport
+        self.search = None
+        if profile.episode.search is not None:  # the world model is checked first, before the store or a topic
+            from robot_bridge.core.search_source import SearchSource
+
+            self.search = SearchSource(profile.episode.search, Path(run_dir), profile.obs_specs(), profile.action.dim,
+                                       profile.episode.group)
         schema = GroupSchema.build(profile.obs_specs(), profile.action.dim, profile.episode.chunk_len)
         self.recorder = Recorder(Path(run_dir), profile.episode.group, schema, max_backlog=profile.episode.max_backlog)
         shapes = {k: v.shape for k, v in profile.obs_specs().items()}
@@ -78,7 +84,7 @@ class Bridge:
         out = Outputs(
             action=send_action, robot_command=lambda d: pub_robot(encode(String(json.dumps(d)))), status=send_status
         )
-        self.controller = ctl = Controller(profile, self.inputs, out, self.recorder, self.policy)
+        self.controller = ctl = Controller(profile, self.inputs, out, self.recorder, self.policy, self.search)
         ctl.status_extra = lambda: {
             "qos_events": {t: vars(e) for t, e in transport.qos_events().items() if any(vars(e).values())}
         }

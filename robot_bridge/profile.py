@@ -188,6 +188,20 @@ class ControlTopics(_Strict):
     success: str | None = "/robot/success"  # std_msgs/Bool from the robot or a success detector
 
 
+class SearchSpec(_Strict):
+    """Best-of-N search at each control tick in the run's world model (robot_bridge/core/search.py)."""
+
+    n: int = Field(8, ge=1, le=256, description="candidates; 1 = the base policy alone")
+    horizon: int = Field(5, ge=1, le=200, description="imagined steps per candidate")
+    budget_ms: float = Field(40.0, gt=0, description="time per control tick; past it the base policy's action is "
+                             "sent and counted as a fallback. Below the control period")
+    samples: int | None = Field(None, ge=1, le=64, description="imagined futures per candidate; default 4 for a "
+                                "stochastic world model, else 1")
+    spread: float | None = Field(None, gt=0, description="a deterministic policy's candidates: its action plus "
+                                 "N(0, spread^2); a stochastic policy's are sampled from it")
+    seed: int = 0
+
+
 class EpisodeSpec(_Strict):
     group: str = "real"
     domain: str = "real"
@@ -217,6 +231,15 @@ class EpisodeSpec(_Strict):
     policy: Literal["latest", "recommended"] = Field(
         "latest", description="the policy version to run: the newest exported one, or the one RUN/policies/recommended "
         "names (`worldsample eval policies --recommend` or the trainer's scoring; latest until there is one)")
+    search: SearchSpec | None = Field(None, description="Best-of-N search in the run's world model at each tick "
+                                      "(off by default), e.g. {n: 8, horizon: 5, budget_ms: 40}")
+
+    @model_validator(mode="after")
+    def _search(self) -> EpisodeSpec:
+        if self.search is not None and self.explore:
+            raise ValueError("episode.search and episode.explore exclude each other: the search samples its own "
+                             "candidates and executes the best")
+        return self
 
 
 class HomeSpec(_Strict):
@@ -386,6 +409,10 @@ class RobotProfile(_Strict):
             raise ValueError(f"a topic is used twice: {topics}")
         if not keys:
             raise ValueError("a profile needs at least one sensor stream")
+        search = self.episode.search
+        if search is not None and search.budget_ms >= 1e3 / self.control_rate_hz:
+            raise ValueError(f"episode.search.budget_ms ({search.budget_ms:g}) must be below the control period "
+                             f"({1e3 / self.control_rate_hz:g} ms at {self.control_rate_hz:g} Hz)")
         home = self.reset.home
         if home is not None:
             spec = self.obs_specs().get(home.key)

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from robot_bridge.core.state import EpisodeStateMachine, Event, State
 from robot_bridge.core.streams import StreamInput, TopicCounters
 from robot_bridge.errors import DecodeError, MessageRejected
 from robot_bridge.profile import RobotProfile
+
+if TYPE_CHECKING:
+    from robot_bridge.core.search_source import SearchSource
 
 log = logging.getLogger(__name__)
 COMMANDS = ("start", "stop", "success", "failure", "rerecord", "clear_fault")
@@ -43,8 +47,9 @@ class Outputs:
 
 class Controller:
     def __init__(self, profile: RobotProfile, inputs: dict[str, StreamInput], out: Outputs,
-                 recorder: Recorder, policy: PolicySource):
+                 recorder: Recorder, policy: PolicySource, search: SearchSource | None = None):
         self.p, self.inputs, self.out, self.recorder, self.policy = profile, inputs, out, recorder, policy
+        self.search = search  # Best-of-N in the world model (episode.search), None when off
         self.sm = EpisodeStateMachine()
         self.limiter = ActionLimiter(profile.action)
         self._action_msg = profile.action_mapping()  # intervention messages -> action vectors
@@ -245,6 +250,8 @@ class Controller:
             if not self.sm.can(Event.START):
                 return self._refuse(f"start refused while {self.sm.state.value}")
             self.policy.refresh()  # the only place a new policy can come in
+            if self.search is not None:  # and a new world model; the search's step time is measured here
+                self.search.refresh(self.policy.actor)
             self.sm.fire(Event.START)
             self.fault = None
             self._request_reset(now)
@@ -260,6 +267,8 @@ class Controller:
                 return self._refuse(f"rerecord refused while {self.sm.state.value}")
             self._pending = None
             self.recorder.end(False, {})
+            if self.search is not None:
+                self.search.end()
             self.last_outcome = "rerecorded"
             self.sm.fire(Event.RERECORD)
             self._request_reset(now)
@@ -322,6 +331,8 @@ class Controller:
         self._intervention = None
         self.limiter.reset()
         self.recorder.begin()
+        if self.search is not None:
+            self.search.begin()
         self._tick_active(now)
 
     def _tick_home(self, now: int) -> bool:
@@ -426,9 +437,16 @@ class Controller:
             self.sm.fire(Event.INTERVENE)
         elif not human and self.sm.state == State.INTERVENED:
             self.sm.fire(Event.RELEASE)
-        raw = iv[0] if human else self.policy.act(obs, self.limiter.hold)
+        if human:
+            raw = iv[0]
+        elif self.search is not None and self.search.active:
+            raw = self.search.act(obs)
+        else:
+            raw = self.policy.act(obs, self.limiter.hold)
         action = self.limiter(raw)
         self.out.action(action)
+        if self.search is not None:  # the imagined futures start from what was sent
+            self.search.record(obs, action)
         self._flush_pending()
         self._pending = {**obs, "action": action, "reward": 0.0, "done": False, "intervention": human, "success": False}
         self._pending_recv = newest
@@ -459,6 +477,8 @@ class Controller:
                 "age_ms": {k: _summary(v) for k, v in self._ages.items()},
             },
         }
+        if self.search is not None:
+            meta["extra"]["search"] = self.search.end()
         if outcome in ("success", "failure"):
             meta["success"] = outcome == "success"
         if self.steps:
@@ -514,6 +534,7 @@ class Controller:
             | {k: c.as_dict() for k, c in self.counters.items()},
             "actions": {"clipped": self.limiter.clipped, "non_finite": self.limiter.non_finite},
             "loop": {"jitter_p99_ms": round(float(np.percentile(jitter, 99)), 3), "overruns": self.overruns},
+            "search": self.search.status() if self.search is not None else None,
             "refused": list(self.refused),
         }
 

@@ -24,7 +24,8 @@ def saved(tmp_path):
 def test_round_trip(saved, tmp_path):
     model, path = saved
     assert path == tmp_path / "v000001" / "model.json" and checkpoint.latest_version(tmp_path) == 1
-    assert sorted(p.name for p in path.parent.iterdir()) == ["model.json", "model.safetensors"]
+    files = sorted(p.name for p in path.parent.iterdir())
+    assert files == ["encode.onnx", "model.json", "model.onnx", "model.safetensors"]  # the ONNX export beside it
     loaded, doc = checkpoint.load(tmp_path)
     assert doc["meta"] == {"note": "x"} and loaded.cfg == model.cfg
     for (k, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):

@@ -2,6 +2,8 @@
 
     DIR/v000003/model.safetensors   weights and statistics buffers
     DIR/v000003/model.json          format, version, config, tensor manifest, sha256 of the tensor file
+    DIR/v000003/model.onnx          one step of dynamics and heads, and encode.onnx, for onnxruntime
+                                    without torch (onnx_export.py; their sha256 in model.json's `onnx`)
     DIR/latest                      "v000003", replaced last (worldsample.versioned), so a reader never
                                     sees a half-written version
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ from worldsample.world_model.model import WorldModel
 FORMAT = "worldsample-world-model"
 FORMAT_VERSION = 1
 MODEL_JSON, MODEL_TENSORS = "model.json", "model.safetensors"
+log = logging.getLogger(__name__)
 
 
 def _sha256(path: Path) -> str:
@@ -47,13 +51,28 @@ def latest_version(directory: Path) -> int | None:
         raise CheckpointError(str(e)) from None
 
 
+def _export_onnx(model: WorldModel, tmp: Path, version: int) -> dict:
+    """The ONNX files of the version (the bridge's search runs them); an export that fails leaves the
+    checkpoint usable from torch and says why in model.json, where the bridge reads it."""
+    from worldsample.world_model.onnx_export import export_world_model
+
+    try:
+        return export_world_model(model, tmp, version)
+    except Exception as e:  # the torch checkpoint must not be lost to an exporter failure
+        log.warning("world model v%d: ONNX export failed: %s: %s", version, type(e).__name__, e)
+        for f in tmp.glob("*.onnx"):
+            f.unlink()
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
 def save(directory: Path, model: WorldModel, meta: dict[str, Any] | None = None) -> Path:
-    """Write the next version; returns the path of its JSON file."""
+    """Write the next version (with its ONNX export); returns the path of its JSON file."""
     vdir = VersionedDir(directory)
     version = vdir.next_version()
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
 
     def write(tmp: Path) -> None:
+        onnx = _export_onnx(model, tmp, version)
         save_file(state, str(tmp / MODEL_TENSORS), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
         doc = {
             "format": FORMAT,
@@ -64,6 +83,7 @@ def save(directory: Path, model: WorldModel, meta: dict[str, Any] | None = None)
             "tensors": {k: [str(v.dtype).removeprefix("torch."), list(v.shape)] for k, v in state.items()},
             "sha256": _sha256(tmp / MODEL_TENSORS),
             "meta": meta or {},
+            "onnx": onnx,
         }
         (tmp / MODEL_JSON).write_text(json.dumps(doc, indent=1))
 
