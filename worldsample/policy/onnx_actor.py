@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from worldsample.onnxrt import cpu_session
 from worldsample.policy.config import PolicyConfig
 from worldsample.policy.errors import PolicyError
 
 ONNX_FILE = "policy.onnx"
 ONNX_FORMAT = "worldsample-policy-onnx"
-ORT_PIN = "onnxruntime==1.31.1"
 
 
 class OnnxActor:
@@ -36,20 +36,7 @@ class OnnxActor:
         if not self.path.is_file():
             raise PolicyError(f"policy file {self.path} is missing: export the pixel policy to ONNX first "
                               "(worldsample.policy.onnx_export.publish_vision_policy)")
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            raise PolicyError(f"{self.path} needs onnxruntime on this machine: pip install '{ORT_PIN}'") from None
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.log_severity_level = 3
-        try:
-            self._session = ort.InferenceSession(str(self.path), opts, providers=["CPUExecutionProvider"])
-        except Exception as e:  # onnxruntime raises its own types (InvalidProtobuf, Fail, InvalidGraph...)
-            raise PolicyError(f"cannot load {self.path} with onnxruntime: {type(e).__name__}: {e}") from None
+        self._session = cpu_session(self.path, threads, PolicyError, PolicyError)
         self.meta = dict(self._session.get_modelmeta().custom_metadata_map)
         if self.meta.get("format") != ONNX_FORMAT:
             fmt = self.meta.get("format")

@@ -23,29 +23,16 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
+from worldsample.onnxrt import cpu_session
 from worldsample.world_model.config import WorldModelConfig
 from worldsample.world_model.errors import CheckpointCorruptError, CheckpointError, CheckpointMismatchError
 
 STEP_FILE, ENCODE_FILE = "model.onnx", "encode.onnx"  # what onnx_export.py writes
 ONNX_FORMAT = "worldsample-world-model-onnx"
-ORT_PIN = "onnxruntime==1.31.1"
 
 
 def _session(path: Path, threads: int):
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise CheckpointError(f"{path} needs onnxruntime on this machine: pip install '{ORT_PIN}'") from None
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    try:
-        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    except Exception as e:  # onnxruntime raises its own types (InvalidProtobuf, Fail, InvalidGraph...)
-        raise CheckpointCorruptError(f"cannot load {path} with onnxruntime: {type(e).__name__}: {e}") from None
+    return cpu_session(path, threads, CheckpointError, CheckpointCorruptError)
 
 
 class OnnxWorldModel:
