@@ -120,18 +120,25 @@ def search(
                                                  "(a deterministic policy needs it).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the candidates and imagined futures.")] = 0,
     world_model: WmOpt = None,
+    score: Annotated[str, typer.Option(help=(
+        "What ranks the candidates: success (discounted imagined success, then predicted return) or value "
+        f"(the learner's return so far + gamma^H * V(end state), V from the critic in {RUN.trainer}/)."))] = "success",
 ) -> None:
     from worldsample.errors import ConfigError
+    from worldsample.evaluation.critic import load_critic
     from worldsample.evaluation.imagined import load_world_model
     from worldsample.evaluation.policies import parse_versions, report_name, run_env_config, write_report
     from worldsample.evaluation.search import run_search
     from worldsample.evaluation.starts import eval_seed0
     from worldsample.policy import PolicyRegistry, load_actor
 
+    if score not in ("success", "value"):
+        raise ConfigError(f"--score must be success or value, got {score!r}")
     registry = PolicyRegistry(run)
     version = parse_versions(policy, registry.versions())[0] if policy else registry.latest_version()
     if version is None:
         raise ConfigError(f"no policy published in {registry.root} yet")
+    critic = load_critic(run) if score == "value" else None  # before anything slow: no checkpoint, no search
     actor = load_actor(run, version)
     model, wm_v = load_world_model(run, world_model)
     env_cfg = run_env_config(run)
@@ -142,19 +149,20 @@ def search(
 
         report = run_search(model, actor, env_cfg, seeds, n, horizon, samples=samples,
                             budget_s=None if budget_ms is None else budget_ms / 1000, seed=seed, spread=spread,
-                            on_episode=on_episode)
+                            on_episode=on_episode, score=score, critic=critic)
     report = {"kind": "best_of_n", **report, "world_model": f"v{wm_v}", "generator": model.cfg.generator.kind}
     d = report["decisions"]
     report["policies"] = [
         {"policy": f"v{version}", "episodes": episodes, "success_rate": report["base_success"],
          "mean_return": report["base_mean_return"]},
-        {"policy": f"v{version} best-of-{n}", "episodes": episodes, "success_rate": report["search_success"],
-         "mean_return": report["search_mean_return"]},
+        {"policy": f"v{version} best-of-{n}" + (" (value)" if score == "value" else ""), "episodes": episodes,
+         "success_rate": report["search_success"], "mean_return": report["search_mean_return"]},
     ]
     path = write_report(run, report, report_name("best_of_n"))
+    scored = "success" if critic is None else f"value (critic of trainer checkpoint v{critic.source['checkpoint']})"
     console.print(f"policy v{version}, world model v{wm_v}: base {_pct(report['base_success'])}, best-of-{n} "
-                  f"(horizon {horizon}) {_pct(report['search_success'])} over the same {episodes} initial states "
-                  f"({100 * report['gain']:+.0f} points)")
+                  f"(horizon {horizon}, scored by {scored}) {_pct(report['search_success'])} over the same "
+                  f"{episodes} initial states ({100 * report['gain']:+.0f} points)")
     mean_ms = "-" if d["mean_decision_s"] is None else f"{1000 * d['mean_decision_s']:.1f}"
     console.print(f"decisions {d['decisions']}: mean {mean_ms} ms, max {1000 * d['max_decision_s']:.1f} ms; "
                   f"fallbacks to the base policy {d['fallbacks']}, over budget {d['overruns']}")

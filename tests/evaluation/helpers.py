@@ -78,3 +78,32 @@ def make_run(path, a0s=(-0.8, 0.1, 0.6, 0.9), episodes: int = 10, length: int = 
         reg.publish(*policy_tensors(a0, stochastic=stochastic))
     checkpoint.save(RunFiles.of(path).world_model, model if model is not None else rigged_model())
     return path
+
+
+class PointMass(WorldModel):
+    """A world model whose latent is the state itself (padded to the latent grid): a step adds
+    `step_size` times the action to state[:4], predicts reward `reward` and never a success or a
+    done (both heads at sigmoid(-8)). Where a chunk of actions ends is known exactly: the start plus
+    `step_size` times the sum of its actions."""
+
+    def __init__(self, step_size: float = 0.1, reward: float = 0.5, history: int = 2):
+        super().__init__(rigged_model(history=history).cfg)
+        self.step_size, self.reward = step_size, reward
+        self.eval()
+
+    def encode(self, obs: dict) -> torch.Tensor:
+        v = torch.as_tensor(np.asarray(obs["state"]), dtype=torch.float32).reshape(len(obs["state"]), -1)
+        g = self.cfg.latent_grid
+        v = torch.nn.functional.pad(v, (0, (-v.shape[1]) % (g * g)))
+        return v.view(len(v), -1, g, g)
+
+    def decode(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"state": z.reshape(len(z), -1)[:, :STATE]}
+
+    def step(self, history, actions, domain, member=0, noise=None):
+        last = history[:, -1]
+        flat = last.reshape(len(last), -1).clone()
+        flat[:, :ACTIONS] += self.step_size * actions[:, -1]
+        b = len(last)
+        never = torch.full((b,), float(torch.sigmoid(torch.tensor(-8.0))))
+        return flat.view_as(last), {"reward": torch.full((b,), self.reward), "success": never, "done": never}

@@ -50,3 +50,24 @@ def test_sim_starts_are_the_evaluation_resets():
     assert not np.array_equal(st.obs["state"][0], st.obs["state"][1])
     with pytest.raises(ConfigError, match="cannot give"):
         sim_starts(ENV, ["image_nowhere"], 1)
+
+
+def test_given_real_scores_are_not_measured_again(tmp_path, monkeypatch):
+    """A benchmark comparing world models on the same checkpoints runs the arm once."""
+    from worldsample.evaluation import policies
+
+    make_run(tmp_path)
+    first = policies.evaluate_policies(tmp_path, [1, 4], starts="sim", n_starts=2, horizon=2, episodes=2, env_cfg=ENV)
+    given = {v: score_real(load_actor(tmp_path, v), ENV, episodes=2) for v in (1, 4)}
+
+    def no_arm(*a, **k):
+        raise AssertionError("the arm was run again")
+
+    monkeypatch.setattr(policies, "eval_env", no_arm)
+    monkeypatch.setattr(policies, "score_real", no_arm)
+    again = policies.evaluate_policies(tmp_path, [1, 4], starts="sim", n_starts=2, horizon=2, env_cfg=ENV,
+                                       real_scores=given)
+    assert again["real"] == {f"v{v}": s.to_dict() for v, s in given.items()} and again["real_episodes"] == 2
+    assert {k: first["real"][k]["success_rate"] for k in first["real"]} == {
+        k: again["real"][k]["success_rate"] for k in again["real"]}
+    assert again["metrics"] == first["metrics"]

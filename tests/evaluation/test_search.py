@@ -1,12 +1,15 @@
 """Best-of-N: N = 1 is the base policy, a larger N executes what the world model predicts to
-succeed, and the per-decision time budget is honoured (fallbacks counted, nothing over budget)."""
+succeed, and the per-decision time budget is honoured (fallbacks counted, nothing over budget).
+With score=value, the chunk whose imagined end state the critic rates highest is executed, and a
+chunk that ends on a success label is terminal (not bootstrapped)."""
 
 import numpy as np
 import pytest
 import torch
 
-from tests.evaluation.helpers import policy_tensors, rigged_model
+from tests.evaluation.helpers import STATE, PointMass, policy_tensors, rigged_model
 from worldsample.errors import ConfigError
+from worldsample.evaluation.critic import Critic
 from worldsample.evaluation.search import BestOfN, run_search
 from worldsample.policy import NumpyActor
 from worldsample.sim import SimArmConfig
@@ -119,3 +122,67 @@ def test_run_search_on_the_simulated_arm_compares_over_the_same_starts():
     many = run_search(rigged_model(), base, env_cfg, [10_000, 10_001], n=4, horizon=2)
     assert many["seeds"] == [10_000, 10_001] and many["base_episodes"] == one["base_episodes"]
     assert many["decisions"]["chose_base"] < 8
+
+
+def state_critic(value=None, gamma: float = 0.97) -> Critic:
+    """Q(s, a) = s[1] (or a constant): a critic that says which end states are better."""
+    net = (lambda x, a: x[:, 1]) if value is None else (lambda x, a: np.full(len(x), value))
+    return Critic(nets=[net], obs_keys=["state"], gamma=gamma)
+
+
+def test_value_score_executes_the_chunk_whose_end_state_the_critic_rates_highest():
+    base = actor(0.2, stochastic=True, log_std=-0.5)  # its own a1 is 0: the base chunk stays where it is
+    model, critic, g, H = PointMass(step_size=0.1), state_critic(), 0.97, 3
+    by_value = BestOfN(model, base, n=8, horizon=H, seed=0, score="value", critic=critic)
+    by_success = BestOfN(model, base, n=8, horizon=H, seed=0)
+    obs = observations(6)
+    by_value.reset(obs[0])
+    by_success.reset(obs[0])
+    for o in obs:
+        got = by_value.act(o)
+        last = by_value.last
+        # where each candidate ends, computed here from its actions: no success within the horizon,
+        # so its score is gamma^H * Q(end) = gamma^H * end[1]
+        end_s1 = o["state"][1] + 0.1 * last["actions"][:, :, 1].sum(axis=1)
+        np.testing.assert_allclose(last["scores"], g**H * end_s1, rtol=1e-5, atol=1e-6)
+        assert last["best"] == int(np.argmax(end_s1))
+        np.testing.assert_array_equal(got, last["actions"][last["best"], 0])
+        # success and return cannot tell the chunks apart here (no success, equal reward): base chunk
+        np.testing.assert_array_equal(by_success.act(o), base.act(o))
+    assert by_value.stats.chose_base == 0 and by_success.stats.chose_base == 6
+    assert by_value.stats.to_dict()["mean_best_score"] > by_value.stats.to_dict()["mean_base_score"]
+
+
+def test_value_score_n1_executes_the_base_policy():
+    base = actor(-0.3, stochastic=True, log_std=0.5)
+    obs = observations(5)
+    planner = BestOfN(PointMass(), base, n=1, horizon=4, seed=0, score="value", critic=state_critic())
+    np.testing.assert_array_equal(drive(planner, obs), np.stack([base.act(o) for o in obs]))
+    assert planner.stats.chose_base == planner.stats.searched == 5
+
+
+@pytest.mark.parametrize("q", [0.5, 2.0])
+def test_value_score_does_not_bootstrap_past_a_success(q):
+    """A success ends the chunk with return 1 (the learner's reward), an open chunk gets gamma^H * Q:
+    with Q = 0.5 succeeding wins, with Q = 2 the critic's value beats the success."""
+    base = actor(-0.3, stochastic=True, log_std=0.5)  # the rigged head: a0 above ~0.35 succeeds
+    planner = BestOfN(rigged_model(), base, n=8, horizon=3, seed=0, score="value", critic=state_critic(q))
+    got = drive(planner, observations(8))
+    if q == 0.5:
+        assert (got[:, 0] > 0.35).mean() >= 0.5
+        assert planner.stats.chose_base < planner.stats.decisions
+    else:  # every open chunk scores gamma^3 * 2 > 1: a tie among them, which goes to the (failing) base chunk
+        np.testing.assert_allclose(planner.last["scores"][0], 0.97**3 * 2.0, rtol=1e-6)
+        assert planner.stats.chose_base == planner.stats.decisions
+        np.testing.assert_allclose(got[:, 0], -0.3, atol=1e-6)
+
+
+def test_value_score_needs_a_critic_on_predicted_keys():
+    with pytest.raises(ConfigError, match="critic"):
+        BestOfN(PointMass(), actor(0.1, stochastic=True), n=2, horizon=2, score="value")
+    with pytest.raises(ConfigError, match="proprio"):
+        BestOfN(PointMass(), actor(0.1, stochastic=True), n=2, horizon=2, score="value",
+                critic=Critic(nets=[lambda x, a: x[:, 0]], obs_keys=["proprio"]))
+    with pytest.raises(ConfigError, match="score"):
+        BestOfN(PointMass(), actor(0.1, stochastic=True), n=2, horizon=2, score="reward")
+    assert STATE == 39

@@ -43,6 +43,8 @@ class ClosedLoopResult:
     length: np.ndarray  # (B,) imagined steps up to and including the end
     completed: bool = True  # False: `before_step` stopped it early
     obs: dict[str, np.ndarray] | None = None  # with `record_obs`: key -> (B, T, ...) observation after each step
+    ended: np.ndarray | None = None  # (B,) bool: a success or done label ended the row before the horizon's end
+    final_obs: dict[str, np.ndarray] | None = None  # key -> (B, ...) the observation after the last step taken
 
 
 def is_stochastic(model) -> bool:
@@ -151,6 +153,8 @@ class ClosedLoop:
             length=length,
             completed=completed,
             obs={key: np.stack([o[key] for o in seen], 1) for key in self.keys} if record_obs and seen else None,
+            ended=~alive,
+            final_obs=obs,  # rows still alive at the end: where the horizon left them (rows that ended: stale)
         )
 
 

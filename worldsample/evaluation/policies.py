@@ -98,8 +98,11 @@ def evaluate_policies(
     wm_version: int | None = None,
     env_cfg=None,
     on_progress: Callable[[str], None] | None = None,
+    real_scores: dict[int, RealScore] | None = None,
 ) -> dict:
-    """The report (a JSON-ready dict) of imagined and, with `real`, simulated-arm scores."""
+    """The report (a JSON-ready dict) of imagined and, with `real`, simulated-arm scores. `real_scores`
+    (version -> RealScore) are used instead of running those versions on the arm again (a benchmark
+    that compares several world models on the same checkpoints measures the arm once)."""
     t0 = time.perf_counter()
     say = on_progress or (lambda _m: None)
     env_cfg = env_cfg if env_cfg is not None else run_env_config(run_dir)
@@ -107,14 +110,15 @@ def evaluate_policies(
     model, wm_v = load_world_model(run_dir, wm_version)
     st = make_starts(run_dir, model, starts, n_starts, env_cfg)
     imagined: dict[int, ImaginedScore] = {}
-    real_scores: dict[int, RealScore] = {}
-    env = eval_env(env_cfg) if real else None
+    given = dict(real_scores or {})
+    real_scores = {v: given[v] for v in versions if v in given} if real else {}
+    env = eval_env(env_cfg) if real and any(v not in real_scores for v in versions) else None
     try:
         for v in versions:
             actor = load_actor(run_dir, v)
             say(f"v{v}: imagining {len(st)} starts")
             imagined[v] = score_policy(model, actor, st, horizon, samples=samples, seed=seed, wm_version=wm_v)
-            if real:
+            if real and v not in real_scores:
                 say(f"v{v}: {episodes} episodes on the simulated arm")
                 real_scores[v] = score_real(actor, env_cfg, episodes, env=env)
     finally:
@@ -149,7 +153,7 @@ def evaluate_policies(
         "horizon": horizon,
         "samples": next(iter(imagined.values())).samples,
         "seed": seed,
-        "real_episodes": episodes if real else 0,
+        "real_episodes": next(iter(real_scores.values())).episodes if real_scores else 0,
         "real_seed0": eval_seed0() if real else None,
         "created": time.time(),
         "seconds": time.perf_counter() - t0,

@@ -6,11 +6,21 @@ Candidates: chunk 0 is the base policy itself (its deterministic action at every
 chunks 1..N-1 sample the stochastic policy at every imagined step (its tanh-squashed Gaussian), or,
 with `spread`, add N(0, spread^2) to the deterministic action (a deterministic policy). Each chunk is
 produced closed loop on its first imagined future and, when the model is stochastic, replayed on
-`samples - 1` more. Score: the mean discounted imagined success (gamma^(t-1) for a success label at
-imagined step t, 0 without one: sooner is better, and a longer chunk must not win by piling up
-reward before it succeeds), then the mean predicted return; ties go to the lower index, so to the
-base policy. With N = 1 the only
-candidate is the base policy, and the executed actions are the base policy's.
+`samples - 1` more. Scores (`score`):
+
+- `success` (default): the mean discounted imagined success (gamma^(t-1) for a success label at
+  imagined step t, 0 without one: sooner is better, and a longer chunk must not win by piling up
+  reward before it succeeds), then the mean predicted return;
+- `value`: the mean over samples of the learner's discounted return so far plus the critic's value
+  where the chunk ends, G = sum_{t=1..L} gamma^(t-1) r_t + [not ended] gamma^L V(s_L), with
+  V(s) = Q(s, pi(s)) for the base policy's deterministic action, Q, gamma and r the learner's
+  (critic.py: r_t is the success label for `loop.reward=success`, the predicted reward times
+  `loop.reward_scale` for `task`). A chunk ended by a success or done label is not bootstrapped
+  (terminal, as the learner's targets); one that reaches the horizon is. The critic sees past the
+  horizon, where the success labels of a short chunk see nothing.
+
+Ties go to the lower index, so to the base policy. With N = 1 the only candidate is the base
+policy, and the executed actions are the base policy's.
 
 Time budget: with `budget_s`, before every imagined step the search checks that the time spent on
 this decision plus the slowest recent imagined step (times `margin`) stays within the budget; when
@@ -30,7 +40,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from worldsample.errors import ConfigError
-from worldsample.evaluation.imagined import ClosedLoop, check_fit, is_stochastic
+from worldsample.evaluation.critic import Critic
+from worldsample.evaluation.imagined import ClosedLoop, ClosedLoopResult, check_fit, is_stochastic
+from worldsample.evaluation.scoring import GAMMA, best_candidate, success_keys
 from worldsample.policy import NumpyActor
 
 
@@ -41,13 +53,20 @@ class SearchStats:
     fallbacks: int = 0  # decisions stopped by the time budget: the base policy's action was executed
     overruns: int = 0  # decisions that ended over the budget all the same
     chose_base: int = 0  # searched decisions whose best candidate was the base policy's chunk
+    best_score_sum: float = 0.0  # of the chosen candidate, over searched decisions
+    base_score_sum: float = 0.0  # of the base chunk, over searched decisions
     max_decision_s: float = 0.0
     total_decision_s: float = 0.0
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["mean_decision_s"] = self.total_decision_s / self.decisions if self.decisions else None
+        d["mean_best_score"] = self.best_score_sum / self.searched if self.searched else None
+        d["mean_base_score"] = self.base_score_sum / self.searched if self.searched else None
         return d
+
+
+SCORES = ("success", "value")
 
 
 class BestOfN:
@@ -62,9 +81,11 @@ class BestOfN:
         seed: int = 0,
         spread: float | None = None,
         margin: float = 1.5,
-        gamma: float = 0.97,
+        gamma: float = GAMMA,
         domain: int = 0,
         clock: Callable[[], float] = time.perf_counter,
+        score: str = "success",
+        critic: Critic | None = None,
     ):
         if n < 1 or horizon < 1:
             raise ConfigError(f"Best-of-N needs n >= 1 and horizon >= 1, got n={n}, horizon={horizon}")
@@ -76,7 +97,18 @@ class BestOfN:
             raise ConfigError(
                 f"policy v{actor.version} is deterministic: give a spread to sample candidates around its action"
             )
+        if score not in SCORES:
+            raise ConfigError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+        if score == "value":
+            if critic is None:
+                raise ConfigError("score=value needs the learner's critic (load_critic(run))")
+            unknown = [k for k in critic.obs_keys if k not in model.cfg.vector_keys]
+            if unknown:
+                raise ConfigError(f"the critic reads {unknown}, which the world model does not predict "
+                                  f"({list(model.cfg.vector_keys)})")
+            gamma = critic.gamma  # the critic's values are discounted by the learner's gamma
         check_fit(actor, model.cfg)
+        self.score, self.critic = score, critic
         self.model, self.actor, self.n, self.horizon = model, actor, n, horizon
         self.samples = samples if samples is not None else (4 if is_stochastic(model) else 1)
         self.budget_s, self.margin, self.spread, self.clock, self.seed = budget_s, margin, spread, clock, seed
@@ -92,6 +124,7 @@ class BestOfN:
         self._obs: deque[dict] = deque(maxlen=self.K)
         self._acts: deque[np.ndarray] = deque(maxlen=max(self.K - 1, 0))
         self._calls = 0
+        self.last: dict | None = None  # the last searched decision: scores, best index, candidate actions
 
     # -- episode ---------------------------------------------------------------------------------
 
@@ -170,12 +203,39 @@ class BestOfN:
         if not res.completed:
             return base, False
         S = self.samples
-        success = (res.success * self.gamma ** (res.length - 1.0)).reshape(self.n, S).mean(axis=1)
-        returns = res.returns.reshape(self.n, S).mean(axis=1)
-        best = max(range(self.n), key=lambda c: (success[c], returns[c], -c))
+        keys = self._scores(res)
+        best = best_candidate(keys)
+        self.last = {"scores": [k[0] for k in keys], "best": best, "actions": res.actions[::S].copy()}
         if not warmup:
             self.stats.chose_base += best == 0
+            self.stats.best_score_sum += keys[best][0]
+            self.stats.base_score_sum += keys[0][0]
         return res.actions[best * S, 0].astype(np.float32), True
+
+    def _scores(self, res: ClosedLoopResult) -> list[tuple[float, ...]]:
+        """Per candidate, what ranks it (compared as tuples, first element the score)."""
+        S, g = self.samples, self.gamma
+        if self.score == "success":  # the rule the bridge's search shares (scoring.py)
+            return success_keys(res.success, res.length, res.returns, self.n, S, g)
+        return [(float(v),) for v in self.values(res).reshape(self.n, S).mean(axis=1)]
+
+    def values(self, res: ClosedLoopResult) -> np.ndarray:
+        """(rows,) the learner's discounted return of each imagined row plus gamma^L V(s_L) where it
+        did not end (see the module's docstring)."""
+        critic, g = self.critic, self.gamma
+        T = res.reward.shape[1]
+        if critic.reward == "task":
+            ret = (res.reward * critic.reward_scale * g ** np.arange(T)[None]).sum(axis=1)
+        else:  # success (or the classifier's success): 1 at the successful step
+            ret = res.success * g ** (res.length - 1.0)
+        open_ = ~res.ended & (res.length > 0)
+        if open_.any():
+            end = {k: np.asarray(v)[open_] for k, v in res.final_obs.items()}
+            keys = [o.key for o in self.actor.config.obs]
+            acts = np.stack([self.actor.act({k: end[k][i] for k in keys}) for i in range(int(open_.sum()))])
+            ret = ret.astype(np.float64)
+            ret[open_] += g ** res.length[open_] * critic.q(end, acts)
+        return ret
 
 
 def run_search(
@@ -190,15 +250,19 @@ def run_search(
     seed: int = 0,
     spread: float | None = None,
     on_episode: Callable[[str, int, dict], None] | None = None,
+    score: str = "success",
+    critic: Critic | None = None,
 ) -> dict:
     """The base policy and Best-of-N on the simulated arm from the same initial states (`seeds`):
-    success of each, the gain, and the search's decision statistics."""
+    success of each, the gain, and the search's decision statistics. `score` and `critic`: see
+    `BestOfN` (value needs the critic, `worldsample.evaluation.critic.load_critic`)."""
     from worldsample.evaluation.real import run_episodes
     from worldsample.sim import make_env
 
     cams = [k.removeprefix("image_") for k in model.cfg.image_keys]
     env = make_env(env_cfg.model_copy(update={"cameras": cams}))
-    planner = BestOfN(model, actor, n, horizon, samples=samples, budget_s=budget_s, seed=seed, spread=spread)
+    planner = BestOfN(model, actor, n, horizon, samples=samples, budget_s=budget_s, seed=seed, spread=spread,
+                      score=score, critic=critic)
     t0 = time.perf_counter()
     try:
         base = []
@@ -221,6 +285,9 @@ def run_search(
         "n": n,
         "horizon": horizon,
         "samples": planner.samples,
+        "score": score,
+        "gamma": planner.gamma,
+        "critic": None if critic is None else dict(critic.source),
         "budget_s": budget_s,
         "episodes": len(seeds),
         "seeds": list(seeds),
