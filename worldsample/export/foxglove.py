@@ -153,10 +153,12 @@ def _write(w, ctx, reader: GroupReader, rec: EpisodeRecord, times: list[int], he
         return _steps(reader, rec, times, channels, cams, lowdim, images, quality)
     finally:
         # the SDK keeps each JSON channel in a module-level registry (foxglove/channel.py), a few
-        # KiB per export that a long-running dashboard would otherwise keep for good
+        # KiB per export that a long-running dashboard would otherwise keep for good (a private name of
+        # the pinned version: if a later SDK drops it, the channels are still closed)
+        registry = getattr(foxglove.channel, "_channels_by_id", {})
         for ch in [first, *(channels[k] for k in lowdim)]:
             ch.close()
-            foxglove.channel._channels_by_id.pop(ch.id(), None)
+            registry.pop(ch.id(), None)
 
 
 def _steps(reader: GroupReader, rec: EpisodeRecord, times: list[int], channels: dict[str, Any], cams: dict[str, str],
