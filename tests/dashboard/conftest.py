@@ -1,4 +1,5 @@
-"""One run directory and one real uvicorn server (in a thread) shared by the dashboard tests."""
+"""One run directory and one real uvicorn server (in a thread) shared by the dashboard tests, and
+headless Chromium for the browser tests (one per test module)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from services.dashboard import DashboardSettings, create_app
 from services.dashboard.server import BackgroundServer
+from tests.dashboard.chromium import launch
 from tests.dashboard.rundata import make_run
 
 TOKEN = "test-token-0123456789abcdef"
@@ -33,3 +35,9 @@ def client(server):
 @pytest.fixture()
 def auth():
     return {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with launch() as b:
+        yield b

@@ -3,33 +3,13 @@ episode plays, a control goes through the token dialog, and screenshots are save
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-# CI installs both (Makefile system-deps, the test extra): there a missing browser is a failure
-IN_CI = os.environ.get("CI") == "true"
-if not IN_CI:
-    pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-from playwright import sync_api  # noqa: E402
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() and not IN_CI, reason="apt-get install chromium")
-
-from tests.dashboard.conftest import TOKEN  # noqa: E402
+from tests.dashboard.conftest import TOKEN
 
 # wait_for_function takes arrow functions: a bare expression would need eval, which the page's CSP forbids
-ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SHOTS = Path(__file__).resolve().parents[2] / "bench" / "out"  # git-ignored
 
 # pixels of a canvas close to a colour: proof that the line itself was drawn (not just the axes)
@@ -46,16 +26,13 @@ AMBER = [255, 181, 71]  # the colour of loss/* curves
 
 
 @pytest.fixture(scope="module")
-def page(server):
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        pg = browser.new_page(viewport={"width": 1600, "height": 1000})
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        pg.goto(server.url + "/")
-        yield pg, errors
-        browser.close()
+def page(server, browser):
+    pg = browser.new_page(viewport={"width": 1600, "height": 1000})
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.goto(server.url + "/")
+    return pg, errors
 
 
 def test_curves_render(page):

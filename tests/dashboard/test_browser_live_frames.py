@@ -10,12 +10,12 @@ import time
 
 import httpx
 import numpy as np
-import pytest
 
 from services.dashboard import create_app
 from services.dashboard.server import BackgroundServer
+from tests.dashboard.chromium import Page
 from tests.dashboard.rundata import make_run
-from tests.dashboard.test_browser_panels import ARGS, CHROMIUM, Page, _settings, sync_api
+from tests.dashboard.test_browser_panels import _settings
 from tests.dashboard.test_live_frames import write_live
 
 LIVE = 40  # live frames 40x40, stored ones 24x24: the image's size says which is shown
@@ -32,14 +32,6 @@ RED = """(cam) => {  // the red channel in the middle of a camera's image, as dr
   g.drawImage(img, 0, 0);
   return g.getImageData(c.width >> 1, c.height >> 1, 1, 1).data[0];
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 class Camera:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,27 +21,18 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-IN_CI = os.environ.get("CI") == "true"
-if not IN_CI:
-    pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-from playwright import sync_api  # noqa: E402
+from services.dashboard import DashboardSettings, create_app
+from services.dashboard.server import BackgroundServer, free_port
+from tests.dashboard.chromium import Page
+from tests.dashboard.conftest import TOKEN
+from tests.dashboard.rundata import episode, schema
+from worldsample.runlog.events import Event
+from worldsample.runlog.metrics import MetricsWriter
+from worldsample.runlog.status import RobotState, ServiceState, StatusFile
+from worldsample.store import EpisodeStore
 
-from services.dashboard import DashboardSettings, create_app  # noqa: E402
-from services.dashboard.server import BackgroundServer, free_port  # noqa: E402
-from tests.dashboard.conftest import TOKEN  # noqa: E402
-from tests.dashboard.rundata import episode, schema  # noqa: E402
-from worldsample.runlog.events import Event  # noqa: E402
-from worldsample.runlog.metrics import MetricsWriter  # noqa: E402
-from worldsample.runlog.status import RobotState, ServiceState, StatusFile  # noqa: E402
-from worldsample.store import EpisodeStore  # noqa: E402
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() and not IN_CI, reason="apt-get install chromium")
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 SHOTS = Path(__file__).resolve().parents[2] / "bench" / "out"  # git-ignored
 FIRST_PAINT_MS = 1000
-TOKEN_KEY = "worldsample-dashboard-token"
 
 # the names the training loop logs (from a `make run` metrics.jsonl), plus world model, synthesis and one unknown
 LOOP_KEYS = """alpha_learning_rate alpha_loss alpha_value batch/demo batch/intervention batch/online batch/synthetic_neg
@@ -172,35 +162,6 @@ def one_row_server(tmp_path_factory):
     settings = DashboardSettings(token=TOKEN, refresh_interval_s=0.2)
     with BackgroundServer(create_app(run, settings)) as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-class Page:
-    """A fresh tab (own sessionStorage and localStorage) that records console errors."""
-
-    def __init__(self, browser, width=1600, height=1000, token=None, init=None):
-        self.ctx = browser.new_context(viewport={"width": width, "height": height})
-        if token:
-            self.ctx.add_init_script(f"sessionStorage.setItem({json.dumps(TOKEN_KEY)}, {json.dumps(token)})")
-        if init:
-            self.ctx.add_init_script(init)
-        self.pg = self.ctx.new_page()
-        self.errors: list[str] = []
-        self.pg.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.pg.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.ctx.close()
 
 
 # pixels of a canvas close to its chart's colour: the line itself was drawn, not just the axes

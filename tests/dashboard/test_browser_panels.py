@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -18,27 +17,18 @@ import httpx
 import numpy as np
 import pytest
 
-IN_CI = os.environ.get("CI") == "true"
-if not IN_CI:
-    pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-from playwright import sync_api  # noqa: E402
+from services.dashboard import DashboardSettings, create_app
+from services.dashboard.server import BackgroundServer
+from tests.dashboard.chromium import TOKEN_KEY, Page
+from tests.dashboard.conftest import TOKEN
+from tests.dashboard.rundata import make_run
+from tests.dashboard.test_cluster_view import WORKER, nodes_doc
+from tests.dashboard.test_damaged import _chunk
+from worldsample.atomic import atomic_write_json
+from worldsample.runlog import MetricsWriter
+from worldsample.runlog.status import RobotState, ServiceState, StatusFile
+from worldsample.store.labels import LabelLog
 
-from services.dashboard import DashboardSettings, create_app  # noqa: E402
-from services.dashboard.server import BackgroundServer  # noqa: E402
-from tests.dashboard.conftest import TOKEN  # noqa: E402
-from tests.dashboard.rundata import make_run  # noqa: E402
-from tests.dashboard.test_cluster_view import WORKER, nodes_doc  # noqa: E402
-from tests.dashboard.test_damaged import _chunk  # noqa: E402
-from worldsample.atomic import atomic_write_json  # noqa: E402
-from worldsample.runlog import MetricsWriter  # noqa: E402
-from worldsample.runlog.status import RobotState, ServiceState, StatusFile  # noqa: E402
-from worldsample.store.labels import LabelLog  # noqa: E402
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() and not IN_CI, reason="apt-get install chromium")
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-TOKEN_KEY = "worldsample-dashboard-token"
 OLD_RUNS = 40  # more runs beside this one than the listing's limit (32)
 
 
@@ -106,35 +96,6 @@ def side(tmp_path_factory):
     provider = SlowImagination()
     with BackgroundServer(create_app(run, _settings(max_imagine_waiting=0), imagine=provider)) as srv:
         yield Side(run, srv.url, provider)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-class Page:
-    """A fresh tab (own sessionStorage) that records console errors."""
-
-    def __init__(self, browser, width=1600, height=1000):
-        self.ctx = browser.new_context(viewport={"width": width, "height": height})
-        self.pg = self.ctx.new_page()
-        self.errors: list[str] = []
-        self.pg.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.pg.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.ctx.close()
-
-    def unexpected(self, *expected_status: int) -> list[str]:
-        """Console errors other than Chromium's note of an expected answer ("status of 410")."""
-        return [e for e in self.errors if not any(f"status of {s}" in e for s in expected_status)]
 
 
 # pixels of a chart's canvas close to a colour (#rrggbb)

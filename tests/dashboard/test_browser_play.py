@@ -4,24 +4,13 @@ returns to the real start, and the page logs no console error."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import httpx
-import pytest
 
-IN_CI = os.environ.get("CI") == "true"
-if not IN_CI:
-    pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-from playwright import sync_api  # noqa: E402
+from tests.dashboard.chromium import launch
+from tests.dashboard.test_play import play_run, serve
 
-from tests.dashboard.test_play import play_run, serve  # noqa: E402
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() and not IN_CI, reason="apt-get install chromium")
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 SHOTS = Path(__file__).resolve().parents[2] / "bench" / "out"
 PIXELS = "() => document.querySelector('#play-frame').toDataURL()"
 
@@ -32,8 +21,7 @@ def _step_is(pg, n: int) -> None:
 
 def test_play_drives_the_world_model_from_the_player(tmp_path):
     run = play_run(tmp_path / "run", episodes=2, length=20, size=16)
-    with serve(run) as srv, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with serve(run) as srv, launch() as browser:  # the browser closes before the server stops
         pg = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -83,5 +71,4 @@ def test_play_drives_the_world_model_from_the_player(tmp_path):
         pg.wait_for_selector("#play-panel", state="hidden")
         r = httpx.post(f"{srv.url}/api/play/{session}/step", json={"action": [0, 0, 0, 0]}, timeout=10)
         assert r.status_code == 404
-        browser.close()
     assert not errors, errors

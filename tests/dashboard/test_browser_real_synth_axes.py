@@ -10,9 +10,10 @@ import pytest
 
 from services.dashboard import DashboardSettings, create_app
 from services.dashboard.server import BackgroundServer
+from tests.dashboard.chromium import Page
 from tests.dashboard.conftest import TOKEN
 from tests.dashboard.rundata import episode, schema
-from tests.dashboard.test_browser_loop_run import ARGS, CHROMIUM, Page, make_loop_run, sync_api
+from tests.dashboard.test_browser_loop_run import make_loop_run
 from worldsample.store import EpisodeStore
 
 SYNTH_COLOR, REAL_COLOR = "#b48cff", "#3ddc97"  # GROUP_COLORS in charts.js
@@ -47,14 +48,6 @@ def synth_server(tmp_path_factory):
             w.append_episode(episode(500 + i, n, 8, success=i % 3 == 0), domain="synthetic")
     with BackgroundServer(create_app(run, DashboardSettings(token=TOKEN, refresh_interval_s=0.2))) as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _range(pg, key: str, side: str) -> tuple[float, float]:

@@ -5,7 +5,6 @@ control bodies and limits stated in the schema, /docs from this origin, run-scop
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import re
 import shutil
 import socket
@@ -23,25 +22,8 @@ from services.dashboard import DashboardSettings, create_app
 from services.dashboard.server import BackgroundServer, free_port
 from tests.dashboard.rundata import make_run
 
-try:
-    from playwright import sync_api
-except ImportError:  # CI installs it (the test extra); elsewhere the browser checks are skipped
-    sync_api = None
-
 TOKEN = "hardening-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-IN_CI = os.environ.get("CI") == "true"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if (sync_api is None or not Path(CHROMIUM).exists()) and not IN_CI:
-        pytest.skip("needs playwright and Debian's chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless", "--disable-gpu"])
-        yield b
-        b.close()
 
 
 def _run(tmp_path: Path, name: str = "run", **kw) -> Path:

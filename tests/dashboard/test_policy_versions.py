@@ -5,7 +5,6 @@ operator's label, a damaged row, a damaged record), and the policies view in Chr
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import httpx
@@ -147,47 +146,34 @@ def test_the_schema_states_the_limits(server):
 
 
 # -- the policies view ------------------------------------------------------------------------
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+def test_the_policies_view_shows_the_intervals(server, browser):
+    pg = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.goto(server.url + "/#policies")
+    pg.wait_for_selector('#versions-table tr[data-version="v2"]', timeout=10_000)
 
+    def cell(version: str, col: str) -> str:
+        return pg.inner_text(f'#versions-table tr[data-version="{version}"] .{col}')
 
-def test_the_policies_view_shows_the_intervals(server):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("apt-get install chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            pg = b.new_context(viewport={"width": 1400, "height": 900}).new_page()
-            errors: list[str] = []
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            pg.goto(server.url + "/#policies")
-            pg.wait_for_selector('#versions-table tr[data-version="v2"]', timeout=10_000)
-
-            def cell(version: str, col: str) -> str:
-                return pg.inner_text(f'#versions-table tr[data-version="{version}"] .{col}')
-
-            lo, hi = wilson(3, 10)
-            assert cell("v1", "eval-ci") == f"30 % [{100 * lo:.0f}-{100 * hi:.0f}]" == "30 % [11-60]"
-            assert cell("v2", "eval-ci") == "70 % [40-89]"
-            assert cell("v2", "online-ci") == f"67 % [{100 * wilson(2, 3)[0]:.0f}-{100 * wilson(2, 3)[1]:.0f}]"
-            assert cell("none", "eval-ci") == "0 % [0-43]" and cell("none", "online-ci") == "–"
-            # the whiskers span the interval: their box runs from lo to hi of the bar's width
-            box = pg.evaluate("""() => {
-                const bar = document.querySelector('#versions-table tr[data-version="v1"] .cibar');
-                const ci = bar.querySelector('.ci').getBoundingClientRect(), b = bar.getBoundingClientRect();
-                const fill = bar.querySelector('.fill').getBoundingClientRect();
-                return [(ci.left - b.left) / b.width, (ci.right - b.left) / b.width, fill.width / b.width];
-            }""")
-            assert box == [pytest.approx(lo, abs=0.02), pytest.approx(hi, abs=0.02), pytest.approx(0.3, abs=0.02)]
-            note = pg.inner_text("#versions-note")
-            assert "4 evaluation rows skipped" in note and "1 damaged real episodes" in note, note
-            assert "2 evaluation rows carry a rate only" in note
-            comp = pg.inner_text("#comparison-table")
-            assert f"75 % [{100 * wilson(3, 4)[0]:.0f}-{100 * wilson(3, 4)[1]:.0f}]" in comp, comp
-            assert not errors, errors
-        finally:
-            b.close()
+    lo, hi = wilson(3, 10)
+    assert cell("v1", "eval-ci") == f"30 % [{100 * lo:.0f}-{100 * hi:.0f}]" == "30 % [11-60]"
+    assert cell("v2", "eval-ci") == "70 % [40-89]"
+    assert cell("v2", "online-ci") == f"67 % [{100 * wilson(2, 3)[0]:.0f}-{100 * wilson(2, 3)[1]:.0f}]"
+    assert cell("none", "eval-ci") == "0 % [0-43]" and cell("none", "online-ci") == "–"
+    # the whiskers span the interval: their box runs from lo to hi of the bar's width
+    box = pg.evaluate("""() => {
+        const bar = document.querySelector('#versions-table tr[data-version="v1"] .cibar');
+        const ci = bar.querySelector('.ci').getBoundingClientRect(), b = bar.getBoundingClientRect();
+        const fill = bar.querySelector('.fill').getBoundingClientRect();
+        return [(ci.left - b.left) / b.width, (ci.right - b.left) / b.width, fill.width / b.width];
+    }""")
+    assert box == [pytest.approx(lo, abs=0.02), pytest.approx(hi, abs=0.02), pytest.approx(0.3, abs=0.02)]
+    note = pg.inner_text("#versions-note")
+    assert "4 evaluation rows skipped" in note and "1 damaged real episodes" in note, note
+    assert "2 evaluation rows carry a rate only" in note
+    comp = pg.inner_text("#comparison-table")
+    assert f"75 % [{100 * wilson(3, 4)[0]:.0f}-{100 * wilson(3, 4)[1]:.0f}]" in comp, comp
+    assert not errors, errors
 
