@@ -121,6 +121,10 @@ def test_synthetic_episodes_hold_latent_and_proprio_only(ppl_run):
     assert synth_rows and sum(r["synth/written"] for r in synth_rows) == reader.num_episodes
     assert all(r["synth/unvetted"] == 0 for r in synth_rows)
     assert all(f"synth/dropped_{k}" in synth_rows[0] for k in ("out_of_bounds", "uncertain", "non_finite"))
+    assert all("synth/truncated_uncertain" in r for r in synth_rows)
+    # every world-model round measured the veto's calibrated cuts on held-out episodes
+    wm_rows = [r for r in rows if "wm/version" in r]
+    assert wm_rows and all(r["wm/uncertainty_cut_first"] > 0 for r in wm_rows)
 
 
 def test_ppl_batches_hold_synthetic_rows_and_never_the_state(ppl_run):

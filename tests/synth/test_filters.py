@@ -1,5 +1,5 @@
 """The synthesiser's filters with a real (untrained) world model: observed-range bounds with a
-margin, the uncertainty veto on by default, and a count per reason."""
+margin, the uncertainty veto on by default (cut per step, calibrated), and a count per reason."""
 
 import logging
 
@@ -67,14 +67,52 @@ def test_the_margin_is_respected(tmp_path):
         assert (s >= lo).all() and (s <= hi).all()
 
 
-def test_an_uncertain_branch_is_vetoed_by_default(tmp_path):
-    assert SynthConfig().max_uncertainty is not None
-    store, _, st = _run(tmp_path / "default", spread=0.05, ensemble=2, bounds_margin=5.0)
-    assert st.dropped["uncertain"] > 0 and st.unvetted == 0
-    limit = SynthConfig().max_uncertainty
-    assert all(r.extra["uncertainty"] <= limit for r in store.reader("synthetic").episode_records())
+def _vetted(tmp_path, cuts, **cfg):
+    """Branches of an ensemble of two whose calibrated cuts are `cuts` (bounds wide open, and the
+    untrained success head's labels off: no branch ends early on a success)."""
+    store = state_store(tmp_path)
+    im = imaginer(0.05, ensemble=2)
+    im.model.cfg.uncertainty.thresholds = cuts
+    synth = Synthesiser(store, im, SynthConfig(horizon=5, context=2, bounds_margin=5.0, success_threshold=0.999, **cfg),
+                        LOW, HIGH)
+    return store, synth.generate(32, wm_version=1)
+
+
+def test_the_calibrated_veto_is_on_by_default_and_cuts_a_branch_before_its_first_uncertain_step(tmp_path):
+    assert SynthConfig().max_uncertainty == "calibrated"
+    # steps 0 and 1 trusted, step 2 on never: every branch keeps its first two transitions
+    store, st = _vetted(tmp_path, [1e9, 1e9, 0.0])
+    assert st.written == st.branches == st.truncated == 32 and st.unvetted == 0 and st.dropped["uncertain"] == 0
+    r = store.reader("synthetic")
+    for rec in r.episode_records():
+        ep = r.episode(rec.episode, keys=["state", "done", "success"])
+        # obs of steps 0-2: step 2 closes the episode unbootstrapped (not terminal, no success)
+        assert rec.length == 3 and not ep["done"].any() and not ep["success"].any()
+
+
+def test_a_branch_uncertain_at_its_first_step_is_dropped(tmp_path):
+    store, st = _vetted(tmp_path, [0.0])  # one cut: it applies at every step
+    assert st.dropped["uncertain"] == st.branches == 32 and st.written == 0
+
+
+def test_cuts_above_every_disagreement_pass_every_branch_whole(tmp_path):
+    store, st = _vetted(tmp_path, [1e9])
+    assert st.written == 32 and st.truncated == 0 and st.unvetted == 0
+    assert {rec.length for rec in store.reader("synthetic").episode_records()} == {6}  # horizon + 1 steps
+
+
+def test_a_fixed_cut_applies_at_every_step(tmp_path):
+    _, _, st = _run(tmp_path / "low", spread=0.05, ensemble=2, bounds_margin=5.0, max_uncertainty=1e-12)
+    assert st.dropped["uncertain"] == st.branches
     _, _, off = _run(tmp_path / "off", spread=0.05, ensemble=2, bounds_margin=5.0, max_uncertainty=None)
-    assert off.dropped["uncertain"] == 0 and off.written == off.branches
+    assert off.dropped["uncertain"] == 0 and off.written == off.branches and off.unvetted == 0
+
+
+def test_an_ensemble_without_calibrated_cuts_is_counted_unvetted(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="worldsample.synth.synthesiser"):
+        _, synth, st = _run(tmp_path, spread=0.05, ensemble=2, bounds_margin=5.0)
+    assert not synth.vetting and "no calibrated cuts" in caplog.text
+    assert st.written > 0 and st.unvetted == st.written
 
 
 def test_a_world_model_without_uncertainty_is_counted_not_silently_passed(tmp_path, caplog):

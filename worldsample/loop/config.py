@@ -18,6 +18,7 @@ def _small_world_model() -> WorldModelConfig:
     cfg.autoencoder.vector_latent_dim = 32
     cfg.train.ae_steps, cfg.train.dyn_steps, cfg.train.batch = 300, 300, 32
     cfg.train.groups = {"demo": 1.0}
+    cfg.dynamics.ensemble = 2  # two members: their disagreement is what the synthesiser's uncertainty veto cuts on
     return cfg
 
 

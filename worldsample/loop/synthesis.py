@@ -57,7 +57,8 @@ class Synthesis:
         st = self.synth.generate(n, wm_version=self.version)
         self.steps_written += st.steps
         out = {"synth/branches": float(st.branches), "synth/written": float(st.written), "synth/steps": float(st.steps),
-               "synth/successes": float(st.successes), "synth/unvetted": float(st.unvetted)}
+               "synth/successes": float(st.successes), "synth/unvetted": float(st.unvetted),
+               "synth/truncated_uncertain": float(st.truncated)}
         out.update({f"synth/dropped_{k}": float(v) for k, v in st.dropped.items()})
         return out
 

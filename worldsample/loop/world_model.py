@@ -14,12 +14,19 @@ from worldsample.versioned import VersionedDir
 
 def head_metrics(meta: dict) -> dict[str, float]:
     """`wm/success_precision`, `wm/success_recall`, `wm/success_threshold` (and the same for done) from
-    the held-out calibration a checkpoint's meta records; a score with nothing to measure is left out."""
+    the held-out calibration a checkpoint's meta records, with the uncertainty veto's cuts
+    (`wm/uncertainty_cut_first|last`, `wm/uncertainty_error_corr`); a score with nothing to measure is left out."""
     out = {}
     for head, scores in meta.get("heads", {}).items():
         for name in ("precision", "recall", "threshold"):
             if scores.get(name) is not None:
                 out[f"wm/{head}_{name}"] = float(scores[name])
+    unc = meta.get("uncertainty") or {}
+    if unc.get("thresholds"):  # the veto's calibrated cuts at the first and last measured step
+        out["wm/uncertainty_cut_first"] = float(unc["thresholds"][0])
+        out["wm/uncertainty_cut_last"] = float(unc["thresholds"][-1])
+    if unc.get("error_rank_corr") is not None:  # does disagreement rank the held-out windows by their error?
+        out["wm/uncertainty_error_corr"] = float(unc["error_rank_corr"])
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -18,10 +20,12 @@ class SynthConfig(BaseModel):
         None, gt=0.0, lt=1.0,
         description="success-head probability that labels success; None: the world model's thresholds for success "
         "and done, calibrated on held-out real windows (a predicted done also ends the branch)")
-    max_uncertainty: float | None = Field(
-        0.1, gt=0.0, description="veto a branch whose disagreement exceeds this at any step: the variance of the next "
-        "normalised latent (unit std per channel) across the world model's ensemble members (dynamics.ensemble >= 2) "
-        "or across samples of a stochastic generator; 0.1 is two members about 0.45 std apart. A model with neither "
+    max_uncertainty: float | Literal["calibrated"] | None = Field(
+        "calibrated", description="the uncertainty veto: a branch is cut before its first step whose disagreement (the "
+        "variance of the next normalised latent across the world model's ensemble members, dynamics.ensemble >= 2, or "
+        "across samples of a stochastic generator) exceeds the cut, and dropped when that is its first step. "
+        "`calibrated`: the world model's per-step cuts, a quantile of its disagreement on held-out real episodes "
+        "(world_model.uncertainty); a number: that cut at every step. A model without disagreement (or without cuts) "
         "cannot be vetoed: its branches are written and counted as synth/unvetted. None turns the veto off")
     bounds_margin: float = Field(
         0.1, ge=0.0, description="an imagined vector value is out of bounds outside the per-dimension min/max over the "

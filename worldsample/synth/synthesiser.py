@@ -1,9 +1,10 @@
 """The synthesiser: branch points from recent real episodes -> perturbed actions -> imagined
 rollouts -> filtered, labelled synthetic episodes in the store's `synthetic` group.
 
-Filters: non-finite values, vector values outside the range the source episodes cover (see
-bounds.py), and branches the world model is unsure of (ensemble or sample disagreement) are
-dropped and counted per reason. The `synthetic` group is a bounded pool (`pool_max_steps`).
+Filters: non-finite values and vector values outside the range the source episodes cover (see
+bounds.py) drop a branch; the uncertainty veto cuts a branch before the first step the world model
+is less sure of than it is on held-out real data (world_model/uncertainty.py), and drops it when
+that is its first step. Each is counted per reason. The `synthetic` group is a bounded pool (`pool_max_steps`).
 
 Each synthetic episode keeps its provenance (source group, episode and branch step, world-model
 version). Its first observation is the real one it branched from; the rest are imagined. Rewards
@@ -24,6 +25,7 @@ from worldsample.store import EpisodeStore, GroupSchema, KeySpec, Retention, Sou
 from worldsample.synth.bounds import ObservedRange, outside
 from worldsample.synth.branching import perturb_actions
 from worldsample.synth.config import SynthConfig
+from worldsample.world_model.uncertainty import gives_uncertainty
 
 if TYPE_CHECKING:
     from worldsample.world_model.data import ReaderFactory
@@ -38,6 +40,7 @@ class SynthStats:
     steps: int = 0
     successes: int = 0
     unvetted: int = 0  # written without an uncertainty check: the world model gives none
+    truncated: int = 0  # written, cut short before their first too-uncertain step
     dropped: dict[str, int] = field(
         default_factory=lambda: {"non_finite": 0, "out_of_bounds": 0, "uncertain": 0, "rejected": 0}
     )
@@ -48,6 +51,7 @@ class SynthStats:
         self.steps += other.steps
         self.successes += other.successes
         self.unvetted += other.unvetted
+        self.truncated += other.truncated
         for k, v in other.dropped.items():
             self.dropped[k] += v
 
@@ -63,10 +67,21 @@ def synthetic_schema(
     return GroupSchema.build(obs, action_dim)
 
 
-def gives_uncertainty(wm) -> bool:
-    """Whether a world model with config `wm` has a disagreement to veto on: an ensemble of at least
-    two dynamics members, or a stochastic generator (every kind but regression) sampled several times."""
-    return wm.dynamics.ensemble >= 2 or wm.generator.kind != "regression"
+def veto_cuts(max_uncertainty, wm) -> np.ndarray | None:
+    """The veto's cut per imagined step (the last repeats), or None when the veto cannot run: turned
+    off, no disagreement in this world model, or `calibrated` without calibrated cuts."""
+    if max_uncertainty is None or not gives_uncertainty(wm):
+        return None
+    if max_uncertainty == "calibrated":
+        return np.asarray(wm.uncertainty.thresholds, np.float64) if wm.uncertainty.thresholds else None
+    return np.asarray([float(max_uncertainty)])
+
+
+def first_uncertain(unc: np.ndarray, cuts: np.ndarray) -> int | None:
+    """Index of the first step whose disagreement exceeds its cut, None if none does."""
+    per_step = cuts[np.minimum(np.arange(len(unc)), len(cuts) - 1)]
+    over = np.flatnonzero(unc > per_step)
+    return int(over[0]) if len(over) else None
 
 
 class Synthesiser:
@@ -87,12 +102,15 @@ class Synthesiser:
         store.ensure_group("synthetic", schema, Retention(max_steps=cfg.pool_max_steps))
         self.observed = ObservedRange(wm.vector_keys)
         self.limits: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self.vetting = cfg.max_uncertainty is not None and gives_uncertainty(wm)
+        self.cuts = veto_cuts(cfg.max_uncertainty, wm)
+        self.vetting = self.cuts is not None
         if cfg.max_uncertainty is not None and not self.vetting:
+            why = ("it has no calibrated cuts (world_model.uncertainty: no held-out episode yet?)"
+                   if gives_uncertainty(wm) else "it gives no uncertainty (dynamics.ensemble 1, regression generator)")
             log.warning(
-                "the world model gives no uncertainty (dynamics.ensemble 1, regression generator): the veto "
-                "synth.max_uncertainty cannot run and branches are counted as synth/unvetted; set "
-                "world_model.dynamics.ensemble >= 2 (or synth.max_uncertainty null to silence this)"
+                "the world model cannot be vetted: %s; the veto synth.max_uncertainty cannot run and branches are "
+                "counted as synth/unvetted; set world_model.dynamics.ensemble >= 2 (or synth.max_uncertainty null "
+                "to silence this)", why
             )
         self.rng = np.random.default_rng(cfg.seed)
 
@@ -168,7 +186,7 @@ class Synthesiser:
                 success, terminal = roll.success_label[b], roll.success_label[b] | roll.done_label[b]
             else:
                 success = terminal = roll.success[b] > cfg.success_threshold
-            why = self._reject_reason(obs, reward, roll, b)
+            why = self._reject_reason(obs, reward)
             if why:
                 st.dropped[why] += 1
                 continue
@@ -176,9 +194,20 @@ class Synthesiser:
             end = int(np.argmax(terminal)) + 1 if terminal.any() else len(reward)
             done = np.zeros(end, bool)
             done[-1] = bool(terminal[:end].any())
+            success = success[:end].copy()
+            u = first_uncertain(roll.uncertainty[b], self.cuts) if self.vetting else None
+            if u == 0:
+                st.dropped["uncertain"] += 1
+                continue
+            if u is not None and u < end:
+                # transitions 0..u-1 stay (their next observations are trusted); step u closes the episode
+                # unbootstrapped, as a timeout does, so its own uncertain transition is never learned from
+                end, done, success = u + 1, np.zeros(u + 1, bool), success[: u + 1]
+                success[-1] = False
+                st.truncated += 1
             step = {**{key: v[:end] for key, v in obs.items()}, "action": actions[b, :end], "reward": reward[:end],
-                    "done": done, "success": success[:end]}
-            unc = float(roll.uncertainty[b].mean()) if roll.uncertainty is not None else None
+                    "done": done, "success": success}
+            unc = float(roll.uncertainty[b, :end].mean()) if roll.uncertainty is not None else None
             try:
                 writer.append_episode(
                     step,
@@ -197,13 +226,11 @@ class Synthesiser:
             st.successes += int(done[-1])
         return st
 
-    def _reject_reason(self, obs, reward, roll, b) -> str | None:
+    def _reject_reason(self, obs, reward) -> str | None:
         vectors = [v for k, v in obs.items() if not k.startswith("image_")]
         if not np.isfinite(reward).all() or not all(np.isfinite(v).all() for v in vectors):
             return "non_finite"
         cap = self.cfg.max_abs_vector
         if outside(obs, self.limits) or (cap is not None and any(np.abs(v).max() > cap for v in vectors)):
             return "out_of_bounds"
-        if self.vetting and roll.uncertainty[b].max() > self.cfg.max_uncertainty:
-            return "uncertain"
         return None

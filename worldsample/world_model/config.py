@@ -78,6 +78,20 @@ class HeadsConfig(_Strict):
     done_threshold: float = Field(0.5, gt=0.0, lt=1.0, description="done probability that labels done")
 
 
+class UncertaintyConfig(_Strict):
+    """Where the synthesiser's uncertainty veto cuts (`synth.max_uncertainty: calibrated`): per imagined
+    step, a quantile of the dynamics members' disagreement on held-out real episodes rolled out open
+    loop under their recorded actions. A branch more uncertain than that is off the data."""
+
+    calibrate: bool = Field(True, description="after dynamics training, measure the cuts on held-out episodes")
+    quantile: float = Field(0.95, gt=0.0, lt=1.0, description="quantile of held-out disagreement at each step")
+    horizon: int = Field(16, ge=1, le=256, description="steps measured; later steps use the last one's cut")
+    per_episode: int = Field(16, ge=1, le=256, description="start points per held-out episode")
+    thresholds: list[float] = Field(
+        default_factory=list, description="set by calibration: the cut at imagined step t (t = 0 first); empty = none"
+    )
+
+
 class TrainConfig(_Strict):
     batch: int = Field(32, ge=1, le=4096)
     ae_steps: int = Field(1500, ge=0)
@@ -108,6 +122,7 @@ class WorldModelConfig(_Strict):
     generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     heads: HeadsConfig = Field(default_factory=HeadsConfig)
+    uncertainty: UncertaintyConfig = Field(default_factory=UncertaintyConfig)
 
     @model_validator(mode="after")
     def _check(self) -> WorldModelConfig:

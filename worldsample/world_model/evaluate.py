@@ -37,9 +37,10 @@ def heldout_windows(source: WindowSource, length: int, per_episode: int) -> list
 
 
 def _rollouts(model: WorldModel, source: WindowSource, horizon: int, per_episode: int, batch: int, seed: int,
-              on_batch: Callable[[int, int], None] | None):
+              on_batch: Callable[[int, int], None] | None, uncertainty: bool = False):
     """Yield (data, rollout) per batch of held-out windows: data holds the real key -> (B, K + H, ...)
-    arrays, the rollout the model's H imagined steps from the first K."""
+    arrays, the rollout the model's H imagined steps from the first K (with the members' disagreement
+    per step when `uncertainty`)."""
     cfg = model.cfg
     K = cfg.dynamics.history
     wins = heldout_windows(source, K + horizon, per_episode)
@@ -59,7 +60,8 @@ def _rollouts(model: WorldModel, source: WindowSource, horizon: int, per_episode
         }
         dom = np.concatenate([np.full(len(r), 1 if g == "sim" else 0) for g, r in rows.items()])
         out = im.rollout({k: data[k][:, :K] for k in keys}, data["action"][:, K - 1 : K - 1 + horizon],
-                         context_actions=data["action"][:, : K - 1], domain=dom, seed=seed + i)
+                         context_actions=data["action"][:, : K - 1], domain=dom, seed=seed + i,
+                         uncertainty=uncertainty)
         yield im, data, out, len(wins)
         if on_batch:
             on_batch(min(i + batch, len(wins)), len(wins))

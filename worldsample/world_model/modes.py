@@ -17,7 +17,7 @@ import torch
 
 from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
-from worldsample.world_model import checkpoint, heads
+from worldsample.world_model import checkpoint, heads, uncertainty
 from worldsample.world_model.config import Mode, WorldModelConfig
 from worldsample.world_model.data import ReaderFactory, WindowSource
 from worldsample.world_model.errors import NotEnoughDataError
@@ -63,6 +63,11 @@ def calibrate_heads(model: WorldModel, source: WindowSource) -> dict:
         return heads.calibrate(model, source.heldout(exclude=("sim",)))
     except NotEnoughDataError:
         return {}
+
+
+def calibrate_uncertainty(model: WorldModel, source: WindowSource) -> dict:
+    """The uncertainty veto's per-step cuts from the same held-out episodes (uncertainty.py)."""
+    return uncertainty.calibrate(model, source.heldout(exclude=("sim",)))
 
 
 def train_run(
@@ -112,6 +117,8 @@ def train_run(
         }
         if cfg.heads.calibrate:
             meta["heads"] = calibrate_heads(model, source)
+        if cfg.uncertainty.calibrate:
+            meta["uncertainty"] = calibrate_uncertainty(model, source)
         path = checkpoint.save(out_dir, model, meta)
         if on_round:
             on_round(r, path)
