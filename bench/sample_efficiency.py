@@ -84,6 +84,8 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
 
     last = {k: v for r in rows for k, v in r.items() if k.startswith("wm/success_")}
     mean = lambda xs: float(np.mean(xs)) if xs else None  # noqa: E731
+    total = lambda key: sum(r.get(key, 0.0) for r in rows)  # noqa: E731
+    written, branches = total("synth/written"), total("synth/branches")
     return {
         "synthetic_share": mean([v for _, v in share]),
         "synthetic_share_competent": mean([v for s, v in share if t_comp is not None and s >= t_comp]),
@@ -91,7 +93,35 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
         "human_last_quarter": human(0.75, 1.0),
         "success_precision": last.get("wm/success_precision"),
         "success_recall": last.get("wm/success_recall"),
+        # the success pool's supply: the share of written synthetic episodes that end on a predicted success
+        "synthetic_successes": total("synth/successes") / written if written else None,
+        # the uncertainty veto: share of imagined branches it cut short or dropped
+        "vetoed": (total("synth/truncated_uncertain") + total("synth/dropped_uncertain")) / branches
+        if branches else None,
     }
+
+
+def shares_over_time(run: Path, bins: np.ndarray) -> dict[str, np.ndarray]:
+    """Per bin of real steps: the mean synthetic share of learner batches and the human's share of
+    online steps (NaN where a bin has none)."""
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    out = {}
+    picks = {
+        "synthetic": lambda r: (r["batch/synthetic_share"], 1.0) if "batch/synthetic_share" in r else None,
+        "human": lambda r: (r["episode/interventions"], r["episode/length"]) if "episode/length" in r else None,
+    }
+    for name, pick in picks.items():
+        num, den = np.zeros(len(bins) - 1), np.zeros(len(bins) - 1)
+        for r in rows:
+            v = pick(r)
+            if v is None:
+                continue
+            i = np.searchsorted(bins, r["step"], side="right") - 1
+            if 0 <= i < len(num):
+                num[i] += v[0]
+                den[i] += v[1]
+        out[name] = np.where(den > 0, num / np.maximum(den, 1e-12), np.nan)
+    return out
 
 
 def steps_to(pts: list[tuple[int, float]], threshold: float) -> int | None:
@@ -123,6 +153,34 @@ def plot(results: dict, threshold: float, path: Path) -> None:
     fig.savefig(path)
 
 
+def plot_shares(out: Path, results: dict, path: Path, bins: int = 10) -> None:
+    """Synthetic share of learner batches and the human's share of online steps vs real steps, the
+    mean over seeds per arm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    budget = max(s for runs in results.values() for pts in runs.values() for s, _ in pts)
+    edges = np.linspace(0, budget, bins + 1)
+    mid = (edges[1:] + edges[:-1]) / 2
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), dpi=120)
+    colours = {"off": "#888888", "naive": "#e0a030", "ppl": "#3070d0"}
+    for arm, runs in results.items():
+        per = [shares_over_time(out / f"{arm}-{seed}", edges) for seed in runs]
+        for ax, name in zip(axes, ("synthetic", "human")):
+            with np.errstate(all="ignore"):
+                ax.plot(mid, 100 * np.nanmean([p[name] for p in per], axis=0), label=arm, color=colours.get(arm))
+    for ax, title in zip(axes, ("synthetic share of learner batches (%)", "human share of online steps (%)")):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("real environment steps")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
 def _pct(xs: list) -> str:
     xs = [x for x in xs if x is not None]
     return f"{100 * np.mean(xs):.0f} %" if xs else "-"
@@ -134,7 +192,8 @@ def summarise(
     table = Table(title=f"success vs real steps (threshold {100 * threshold:.0f} %, budget {budget} real steps)")
     steps_to_col = f"steps to {100 * threshold:.0f} % (per seed)"
     cols = ("arm", "success at 0", "final success", steps_to_col, "mean steps", "steps vs off", "synthetic share",
-            "once competent", "human 1st/last quarter", "success head P/R", "train s/run")
+            "once competent", "human 1st/last quarter", "success head P/R", "synthetic successes", "vetoed",
+            "train s/run")
     for col in cols:
         table.add_column(col, justify="right")
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -165,6 +224,8 @@ def summarise(
             + " / " + _pct([d["human_last_quarter"] for d in diags[arm].values()]),
             _pct([d["success_precision"] for d in diags[arm].values()])
             + " / " + _pct([d["success_recall"] for d in diags[arm].values()]),
+            _pct([d.get("synthetic_successes") for d in diags[arm].values()]),
+            _pct([d.get("vetoed") for d in diags[arm].values()]),
             f"{np.mean(seconds[arm]):.0f}",
         ]
         table.add_row(*row)
@@ -261,11 +322,13 @@ def report(out: Path, threshold: float, arms: list[str], seeds: list[int], profi
     table, md = summarise(results, threshold, budget, seconds, diags)
     console.print(table)
     plot(results, threshold, out / "success_vs_steps.png")
+    plot_shares(out, results, out / "shares_vs_steps.png")
     (out / "results.json").write_text(json.dumps({"profile": profile, "seeds": seeds, "threshold": threshold,
                                                   "curves": results, "seconds": seconds, "diagnostics": diags},
                                                  indent=1))
     (out / "table.md").write_text("\n".join(md) + "\n")
-    log(f"wrote {out / 'success_vs_steps.png'}, {out / 'table.md'}, {out / 'results.json'}")
+    log(f"wrote {out / 'success_vs_steps.png'}, {out / 'shares_vs_steps.png'}, {out / 'table.md'}, "
+        f"{out / 'results.json'}")
 
 
 if __name__ == "__main__":
