@@ -7,7 +7,8 @@ Rooms (one job each):
                 watchdog, control loop, recorder into the episode store
 - `profile.py`  the robot profile (YAML): topics, types, rates, cameras, limits
 - `sim_robot.py` the simulated arm published as a ROS 2 robot over DDS
-- `bridge.py`   the bridge process; `bag.py` rosbag2 import/export
+- `bridge.py`   the bridge process; `bag.py` rosbag2 import/export (`bag_export.py`, `bag_import.py`,
+                shared bits in `bag_common.py`)
 
 Imports only the store and the policy registry from `worldsample` (no Ray, no torch).
 See docs/bridge.md.
