@@ -16,6 +16,11 @@ class SynthConfig(BaseModel):
     context: int = Field(3, ge=1, le=32, description="real frames conditioning each branch")
     recent_episodes: int = Field(50, ge=1, description="branch points come from this many most recent real episodes")
     groups: list[str] = Field(["real", "demo"], description="groups whose episodes are branched")
+    success_focus: float = Field(
+        0.0, ge=0.0, le=1.0, description="share of branch points drawn from the last `horizon` steps before (and "
+        "at) the success step of a successful source episode, where counterfactual actions can still succeed or "
+        "just miss (the success pool's supply); the segment holds the episode's last action past its end. The rest "
+        "are uniform over the recent episodes' steps")
     success_threshold: float | None = Field(
         None, gt=0.0, lt=1.0,
         description="success-head probability that labels success; None: the world model's thresholds for success "

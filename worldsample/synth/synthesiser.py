@@ -117,24 +117,34 @@ class Synthesiser:
     def real_steps(self) -> int:
         return sum(r.num_steps for g, r in self.readers.items() if g == "real")
 
-    def _sources(self) -> list[tuple[str, int, int]]:
-        """(group, episode, branch steps) of the recent episodes with room for a segment."""
+    def _sources(self) -> list[tuple[str, int, int, bool]]:
+        """(group, episode, length, success) of the recent episodes with room for a segment."""
         need = self.cfg.horizon + 1
         cands = []
         for g, r in self.readers.items():
             r.refresh()
             for rec in r.episode_records()[-self.cfg.recent_episodes:]:
                 if rec.length >= need:
-                    cands.append((g, rec.episode, rec.length - need + 1))
+                    cands.append((g, rec.episode, rec.length, rec.success))
         return cands
 
-    def _branch_points(self, cands: list[tuple[str, int, int]], n: int) -> list[tuple[str, int, int]]:
-        """(group, episode, step) uniform over the branch steps of `cands`."""
+    def _branch_points(self, cands: list[tuple[str, int, int, bool]], n: int) -> list[tuple[str, int, int]]:
+        """(group, episode, step): a share `success_focus` from the last `horizon` steps before (and at) the
+        success step of a successful episode, the rest uniform over the steps with a whole segment ahead."""
         if not cands:
             return []
-        weights = np.array([c[2] for c in cands], float)
-        picks = self.rng.choice(len(cands), size=n, p=weights / weights.sum())
-        return [(cands[i][0], cands[i][1], int(self.rng.integers(0, cands[i][2]))) for i in picks]
+        h = self.cfg.horizon
+        wins = [c for c in cands if c[3]]
+        n_focus = int(self.rng.binomial(n, self.cfg.success_focus)) if wins and self.cfg.success_focus > 0 else 0
+        out = []
+        if n_focus:  # the success step is an episode's last; uniform over the successful episodes
+            for i in self.rng.integers(0, len(wins), size=n_focus):
+                g, ep, length, _ = wins[i]
+                out.append((g, ep, int(self.rng.integers(max(0, length - 1 - h), length))))
+        weights = np.array([c[2] - h for c in cands], float)  # branch steps with a whole segment: length - h
+        picks = self.rng.choice(len(cands), size=n - n_focus, p=weights / weights.sum())
+        out += [(cands[i][0], cands[i][1], int(self.rng.integers(0, cands[i][2] - h))) for i in picks]
+        return out
 
     def _gather(self, points):
         k, h = self.cfg.context, self.cfg.horizon + 1
@@ -147,7 +157,8 @@ class Synthesiser:
                 ctx[key].append(data[key][rows])
             past = data["action"][rows[:-1]] * (np.arange(t - k + 1, t)[:, None] >= 0)  # zero before the start
             ctx_act.append(past)
-            seg.append(data["action"][t : t + h])
+            # a segment that runs past the episode's end (success focus) holds its last action from there
+            seg.append(data["action"][np.minimum(np.arange(t, t + h), len(data["action"]) - 1)])
         return {key: np.stack(v) for key, v in ctx.items()}, np.stack(ctx_act), np.stack(seg)
 
     def generate(self, n_branches: int, wm_version: int, domain: int = 0) -> SynthStats:
@@ -159,7 +170,7 @@ class Synthesiser:
             return stats
         vector_keys = list(self.observed.keys)
         self.observed.update(
-            [(g, ep) for g, ep, _ in cands], lambda src: self.readers[src[0]].episode(src[1], keys=vector_keys)
+            [(g, ep) for g, ep, _, _ in cands], lambda src: self.readers[src[0]].episode(src[1], keys=vector_keys)
         )
         self.limits = self.observed.limits(self.cfg.bounds_margin)
         with self.store.writer("synthetic") as w:
