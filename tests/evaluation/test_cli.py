@@ -3,30 +3,11 @@ hand-set heads; the report is read back through the dashboard's own report reade
 
 import json
 
-import pytest
-import torch
 from typer.testing import CliRunner
 
 from services.cli.main import app
 from services.dashboard.artifacts import list_reports, report_rows
-from tests.evaluation.helpers import make_run
-from worldsample.atomic import atomic_write_text
-from worldsample.config import dump_config, load_config
 from worldsample.evaluation.recommend import read_recommended
-from worldsample.paths import RunFiles
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
-
-
-@pytest.fixture
-def run(tmp_path):
-    make_run(tmp_path, a0s=(-0.8, 0.1, 0.6, 0.9), stochastic=True)
-    cfg = load_config(None, ["env.max_episode_steps=4", "env.cameras=[]"])
-    atomic_write_text(RunFiles.of(tmp_path).config, dump_config(cfg))
-    return tmp_path
 
 
 def test_eval_policies_writes_a_report_the_dashboard_shows(run):

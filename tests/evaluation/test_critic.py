@@ -12,18 +12,11 @@ from typer.testing import CliRunner
 
 from services.cli.main import app
 from tests.evaluation.helpers import ACTIONS, STATE, make_run
-from worldsample.atomic import atomic_write_text
-from worldsample.config import dump_config, load_config
 from worldsample.errors import ConfigError
 from worldsample.evaluation.critic import load_critic
 from worldsample.learner.config import LearnerConfig
 from worldsample.loop.checkpoint import save_checkpoint
 from worldsample.paths import RunFiles
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
 
 
 def sac_agent(critics: int, obs_dim: int, layer_norm: bool = True):
@@ -67,14 +60,6 @@ def test_no_trainer_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="no trainer checkpoint") as e:
         load_critic(tmp_path)
     assert "--score success" in str(e.value)
-
-
-@pytest.fixture
-def run(tmp_path):
-    make_run(tmp_path, a0s=(-0.8, 0.1, 0.6, 0.9), stochastic=True)
-    cfg = load_config(None, ["env.max_episode_steps=4", "env.cameras=[]"])
-    atomic_write_text(RunFiles.of(tmp_path).config, dump_config(cfg))
-    return tmp_path
 
 
 def test_eval_search_by_value(run):

@@ -5,7 +5,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
 
 from tests.evaluation.helpers import make_run, policy_tensors, rigged_model
 from tests.synth.helpers import imaginer as random_imaginer
@@ -15,11 +14,6 @@ from worldsample.evaluation.recommend import recommend
 from worldsample.evaluation.starts import Starts, heldout_starts
 from worldsample.policy import NumpyActor, ObsInput, PolicyConfig, PolicyRegistry, load_actor
 from worldsample.store import EpisodeStore
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
 
 
 def starts(n=3, seed=0):

@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-import torch
 
 from robot_bridge.core.policy_source import PolicySource
 from tests.evaluation.helpers import make_run, policy_tensors, rigged_model
@@ -17,11 +16,6 @@ from worldsample.evaluation.tracker import RecommendationTracker
 from worldsample.paths import RunFiles
 from worldsample.policy import PolicyRegistry
 from worldsample.world_model import checkpoint
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
 
 
 def test_recommend_prefers_the_score_then_the_newer_version():

@@ -5,7 +5,6 @@ chunk that ends on a success label is terminal (not bootstrapped)."""
 
 import numpy as np
 import pytest
-import torch
 
 from tests.evaluation.helpers import STATE, PointMass, policy_tensors, rigged_model
 from worldsample.errors import ConfigError
@@ -13,11 +12,6 @@ from worldsample.evaluation.critic import Critic
 from worldsample.evaluation.search import BestOfN, run_search
 from worldsample.policy import NumpyActor
 from worldsample.sim import SimArmConfig
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
 
 
 def actor(a0, **kw):
