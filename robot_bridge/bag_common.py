@@ -7,6 +7,7 @@ the per-step flags, both as `std_msgs/msg/String` JSON (see `bag_export` and `ba
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from robot_bridge.codec import MessageTypes, message_types
 from robot_bridge.codec.typestore import DISTROS
@@ -36,3 +37,18 @@ def _types(distro: str, profile: RobotProfile) -> MessageTypes:
     if distro not in DISTROS:
         raise BagError(f"distro {distro!r}: use one of {sorted(DISTROS)}")
     return message_types(distro, profile.types)
+
+
+def open_bag(bag: Path):
+    """An opened rosbags AnyReader on `bag` (MCAP or sqlite3); BagError naming the cause if it cannot be."""
+    from rosbags.highlevel import AnyReader
+
+    bag = Path(bag)
+    if not bag.exists():
+        raise BagError(f"bag {bag} does not exist")
+    try:
+        reader = AnyReader([bag])
+        reader.open()
+    except Exception as e:  # rosbags raises several unrelated types for unreadable bags
+        raise BagError(f"cannot open {bag} as a rosbag2: {e}") from e
+    return reader

@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from robot_bridge.bag_common import EPISODE_TOPIC, STEP_TOPIC, STRING
+from robot_bridge.bag_common import EPISODE_TOPIC, STEP_TOPIC, STRING, open_bag
 from robot_bridge.codec import decode
 from robot_bridge.core.limits import ActionLimiter
 from robot_bridge.core.streams import StreamInput, TopicCounters
@@ -308,17 +308,9 @@ def import_bag(bag: Path, run_dir: Path, profile: RobotProfile, group: str | Non
 
     Raises BagError (nothing written) when the bag cannot be read, was imported before, yields no
     episode (the message says why, with the per-topic counts), or, with `strict`, has a bad message."""
-    from rosbags.highlevel import AnyReader
-
     opts = options or ImportOptions()
     bag, group = Path(bag), group or profile.episode.group
-    if not bag.exists():
-        raise BagError(f"bag {bag} does not exist")
-    try:
-        reader = AnyReader([bag])
-        reader.open()
-    except Exception as e:  # rosbags raises several unrelated types for unreadable bags
-        raise BagError(f"cannot open {bag} as a rosbag2: {e}") from e
+    reader = open_bag(bag)
     try:
         report = ImportReport(str(bag), bag_sha256(bag))
         schema = GroupSchema.build(profile.obs_specs(), profile.action.dim, profile.episode.chunk_len)

@@ -17,9 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from robot_bridge.bag_common import open_bag
 from robot_bridge.codec import stamp_ns
 from robot_bridge.core.streams import FUTURE_TOLERANCE_NS, StreamInput
-from robot_bridge.errors import BagError, DecodeError
+from robot_bridge.errors import DecodeError
 from robot_bridge.profile import CameraStream, JointStream, RobotProfile, VectorStream, stream_typename
 from robot_bridge.transport.base import RELIABLE_QOS, Transport
 
@@ -268,16 +269,8 @@ def check_live(profile: RobotProfile, transport: Transport, seconds: float,
 
 def check_bag(profile: RobotProfile, bag: Path) -> CheckReport:
     """The same checks on a rosbag2 (MCAP or sqlite3); the bag's log times stand for receive times."""
-    from rosbags.highlevel import AnyReader
-
     bag = Path(bag)
-    if not bag.exists():
-        raise BagError(f"bag {bag} does not exist")
-    try:
-        reader = AnyReader([bag])
-        reader.open()
-    except Exception as e:  # rosbags raises several unrelated types for unreadable bags
-        raise BagError(f"cannot open {bag} as a rosbag2: {e}") from e
+    reader = open_bag(bag)
     reports = _new_reports(profile)
     by_topic = {r.topic: r for r in reports}
     try:
