@@ -24,6 +24,9 @@ class LearnerConfig(BaseModel):
     lr: float = Field(3e-4, gt=0.0)
     tau: float = Field(0.005, gt=0.0, le=1.0)
     initial_alpha: float = Field(0.01, gt=0.0)
+    alpha_lr: float | None = Field(
+        None, gt=0.0, description="learning rate of the temperature (log alpha); None: the same as lr"
+    )
     target_entropy: float | None = Field(None, description="default -|A| / 2")
     batch_size: int = Field(256, ge=2)
     utd: int = Field(2, ge=1, description="gradient updates per new real environment step")

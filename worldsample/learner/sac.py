@@ -249,7 +249,7 @@ class SACAgent:
                 gamma=cfg.gamma,
                 actor_lr=cfg.lr,
                 critic_lr=cfg.lr,
-                alpha_lr=cfg.lr,
+                alpha_lr=cfg.alpha_lr or cfg.lr,
                 tau=cfg.tau,
                 initial_alpha=cfg.initial_alpha,
                 target_entropy=self.target_entropy,
