@@ -261,3 +261,21 @@ def test_the_spread_likelihood_reaches_the_log_std_rows_of_the_head_only():
     assert all(v is None or not v.any() for n, v in g.items() if n.startswith("pi_encoder."))
     head_w = next(v for n, v in g.items() if n.startswith("pi.") and n.endswith("weight"))
     assert not head_w[:2].any() and head_w[2:].abs().sum() > 0  # mean rows untouched, log-std rows learn
+
+
+def _log_alpha_after(updates: int, **learner) -> float:
+    torch.manual_seed(0)
+    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0, **learner)
+    a = sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+    for _ in range(updates):
+        m = a.update(batch(1.0, 1.0))
+    return float(m["log_alpha_value"])
+
+
+def test_the_temperature_learns_at_its_own_rate():
+    # an unreachable target entropy: every update lowers log alpha by about one Adam step of its rate
+    start = np.log(0.01)
+    slow = start - _log_alpha_after(20, target_entropy=-50.0)
+    fast = start - _log_alpha_after(20, target_entropy=-50.0, alpha_lr=3e-3)
+    assert slow == pytest.approx(20 * 3e-4, rel=0.2)
+    assert fast == pytest.approx(20 * 3e-3, rel=0.2)
