@@ -119,3 +119,18 @@ def test_policy_source_swaps_only_to_working_versions(tmp_path):
     assert src.refresh() is True and src.version == 3 and src.error is None and src.swaps == 2
     obs = {"proprio": np.zeros(4, np.float32), "state": np.zeros(39, np.float32)}
     np.testing.assert_array_equal(src.act(obs, hold), load_actor(tmp_path, 3).act(obs))
+
+
+def test_sampled_actions_are_the_squashed_distribution():
+    cfg = config(stochastic=True)
+    actor = NumpyActor(cfg, random_tensors(cfg, 3))
+    rng = np.random.default_rng(1)
+    obs = {"proprio": rng.normal(size=4).astype(np.float32), "state": rng.normal(size=39).astype(np.float32)}
+    mean, log_std = actor.distribution(obs)
+    assert np.all((log_std >= -5.0) & (log_std <= 2.0))
+    np.testing.assert_allclose(actor.act(obs), np.tanh(mean), rtol=0, atol=1e-6)
+    noise = np.random.default_rng(7).standard_normal(4)
+    sampled = actor.act(obs, explore=True, rng=np.random.default_rng(7))
+    np.testing.assert_allclose(sampled, np.tanh(mean + np.exp(log_std) * noise), rtol=0, atol=1e-6)
+    with pytest.raises(PolicyError, match="no spread"):
+        NumpyActor(config(), random_tensors(config())).distribution(obs)

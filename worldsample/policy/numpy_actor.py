@@ -42,10 +42,7 @@ class NumpyActor:
             if shape is None or int(np.prod(shape)) != o.dim:
                 raise PolicyError(f"policy v{self.version} wants {o.key} of size {o.dim}; the robot has {shape}")
 
-    def act(
-        self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None
-    ) -> np.ndarray:
-        """The deterministic action, or with `explore` a sample of a stochastic policy."""
+    def _features(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         x = np.concatenate([np.asarray(obs[o.key], np.float32).reshape(-1) for o in self.config.obs])
         if self._norm is not None:
             x = (x - self._norm[0]) / self._norm[1]
@@ -55,11 +52,26 @@ class NumpyActor:
                 g, beta = self._norms[i]
                 x = (x - x.mean()) / np.sqrt(x.var() + self.config.layer_norm_eps) * g + beta
             x = self._act(x)
-        u = self._mean[0] @ x + self._mean[1]
+        return x
+
+    def distribution(self, obs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, log-std) of the Gaussian before the tanh squash, log-std clipped as sampling clips it."""
+        if self._log_std is None:
+            raise PolicyError(f"policy v{self.version} is deterministic; it has no spread")
+        x = self._features(obs)
+        return self._mean[0] @ x + self._mean[1], np.clip(self._log_std[0] @ x + self._log_std[1], -5.0, 2.0)
+
+    def act(
+        self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """The deterministic action, or with `explore` a sample of a stochastic policy."""
         if explore:
             if self._log_std is None:
                 raise PolicyError(f"policy v{self.version} is deterministic; it cannot explore")
-            log_std = np.clip(self._log_std[0] @ x + self._log_std[1], -5.0, 2.0)
-            u = u + np.exp(log_std) * (rng or np.random.default_rng()).standard_normal(u.shape)
+            mean, log_std = self.distribution(obs)
+            u = mean + np.exp(log_std) * (rng or np.random.default_rng()).standard_normal(mean.shape)
+        else:
+            x = self._features(obs)
+            u = self._mean[0] @ x + self._mean[1]
         squashed = np.tanh(u)
         return (self._low + (squashed + 1.0) * 0.5 * (self._high - self._low)).astype(np.float32)
