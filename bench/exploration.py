@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from worldsample.sim import make_env
 
-    console = Console()
+    console = Console(width=160)
     for run in args.runs:
         cfg = load_run_config(run)
         actor = load_actor(run, args.version)
