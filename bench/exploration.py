@@ -26,6 +26,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worldsample.config import load_run_config  # noqa: E402
+from worldsample.evaluation.real import run_episodes  # noqa: E402
 from worldsample.evaluation.starts import eval_seed0  # noqa: E402
 from worldsample.policy import load_actor  # noqa: E402
 
@@ -34,26 +35,23 @@ def rollouts(env, actor, cfg, episodes: int, explore: bool, human: bool, seed: i
     from worldsample.sim import InterventionExpert
 
     rng = np.random.default_rng(seed)
-    wins = steps = driven = 0
+    watcher = InterventionExpert(env, cfg.intervention, seed=seed)
     dev: list[float] = []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=eval_seed0() + i)
-        watcher = InterventionExpert(env, cfg.intervention, seed=seed + i)
-        while True:
-            action = actor.act(obs, explore=explore, rng=rng)
-            filtered, took = watcher.filter(action)  # also measures the deviation when it only watches
-            dev.append(watcher.last_deviation)
-            if human:
-                action, driven = filtered, driven + took
-            obs, _, terminated, truncated, info = env.step(action)
-            steps += 1
-            if info["success"]:
-                wins += 1
-                break
-            if terminated or truncated:
-                break
+    driven = 0
+
+    def act(obs):
+        nonlocal driven
+        action = actor.act(obs, explore=explore, rng=rng)
+        filtered, took = watcher.filter(action)  # also measures the deviation when it only watches
+        dev.append(watcher.last_deviation)
+        if human:
+            action, driven = filtered, driven + took
+        return action
+
+    eps = run_episodes(env, act, [eval_seed0() + i for i in range(episodes)], on_reset=lambda _: watcher.reset())
+    steps = sum(e["length"] for e in eps)
     d = np.asarray(dev)
-    return {"success": wins / episodes, "human": driven / steps, "steps": steps,
+    return {"success": sum(e["success"] for e in eps) / episodes, "human": driven / steps, "steps": steps,
             "dev_p50": float(np.median(d)), "dev_over": float((d > cfg.intervention.deviation_threshold).mean())}
 
 
