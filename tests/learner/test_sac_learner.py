@@ -275,13 +275,16 @@ def _log_alpha_after(updates: int, **learner) -> float:
 def test_the_temperature_learns_at_its_own_rate():
     # an unreachable target entropy: every update lowers log alpha by about one Adam step of its rate
     start = np.log(0.01)
-    slow = start - _log_alpha_after(20, target_entropy=-50.0, alpha_lr=3e-4)
-    fast = start - _log_alpha_after(20, target_entropy=-50.0)  # the default, 3e-3
+    slow = start - _log_alpha_after(20, target_entropy=-50.0)  # the default: lr, 3e-4
+    fast = start - _log_alpha_after(20, target_entropy=-50.0, alpha_lr=3e-3)
     assert slow == pytest.approx(20 * 3e-4, rel=0.2)
     assert fast == pytest.approx(20 * 3e-3, rel=0.2)
 
 
-def test_the_default_target_entropy_is_minus_the_action_dimension():
+def test_the_default_target_entropy_is_minus_half_the_action_dimension():
     a = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[8], batch_size=B), 3,
                      gym.spaces.Box(-1, 1, (2,), np.float32))
-    assert a.target_entropy == -2.0
+    assert a.target_entropy == -1.0
+    b = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[8], batch_size=B, target_entropy=-4.0), 3,
+                     gym.spaces.Box(-1, 1, (2,), np.float32))
+    assert b.target_entropy == -4.0

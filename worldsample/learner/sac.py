@@ -239,7 +239,7 @@ class SACAgent:
         if cfg.target_entropy is not None:
             self.target_entropy = cfg.target_entropy
         else:
-            self.target_entropy = -float(np.prod(action_space.shape))
+            self.target_entropy = -float(np.prod(action_space.shape)) / 2
         torch.manual_seed(cfg.seed)
         algo = (
             SACConfig()
@@ -249,7 +249,7 @@ class SACAgent:
                 gamma=cfg.gamma,
                 actor_lr=cfg.lr,
                 critic_lr=cfg.lr,
-                alpha_lr=cfg.alpha_lr,
+                alpha_lr=cfg.alpha_lr or cfg.lr,
                 tau=cfg.tau,
                 initial_alpha=cfg.initial_alpha,
                 target_entropy=self.target_entropy,
