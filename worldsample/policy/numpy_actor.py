@@ -57,7 +57,7 @@ class NumpyActor:
     def distribution(self, obs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(mean, log-std) of the Gaussian before the tanh squash, log-std clipped as sampling clips it."""
         if self._log_std is None:
-            raise PolicyError(f"policy v{self.version} is deterministic; it has no spread")
+            raise PolicyError(f"policy v{self.version} is deterministic; it has no spread and cannot explore")
         x = self._features(obs)
         return self._mean[0] @ x + self._mean[1], np.clip(self._log_std[0] @ x + self._log_std[1], -5.0, 2.0)
 
@@ -66,8 +66,6 @@ class NumpyActor:
     ) -> np.ndarray:
         """The deterministic action, or with `explore` a sample of a stochastic policy."""
         if explore:
-            if self._log_std is None:
-                raise PolicyError(f"policy v{self.version} is deterministic; it cannot explore")
             mean, log_std = self.distribution(obs)
             u = mean + np.exp(log_std) * (rng or np.random.default_rng()).standard_normal(mean.shape)
         else:
