@@ -126,6 +126,14 @@ class LoopConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _the_oracle_replays_the_lock_step_arm(self) -> LoopConfig:
+        if self.synth.imaginer == "simulator" and (self.robot != "sim" or self.vision.enabled):
+            raise ValueError("loop.synth.imaginer=simulator replays episodes on the lock-step simulated arm from their "
+                             "reset seeds: it needs loop.robot=sim and the state profile (loop.vision off); got "
+                             f"loop.robot={self.robot}, loop.vision.enabled={self.vision.enabled}")
+        return self
+
+    @model_validator(mode="after")
     def _world_model_sees_what_the_learner_sees(self) -> LoopConfig:
         # synthetic episodes must carry the learner's observation keys; sizes come from the store
         wm = self.world_model

@@ -38,15 +38,27 @@ class Synthesis:
     def version(self) -> int | None:
         return self.models.seen
 
-    def generate(self) -> dict[str, float]:
+    def _synthesiser(self, imaginer):
+        store = EpisodeStore(self.run_dir)
+        if self.loop.synth.imaginer == "simulator":  # the oracle: the same branches played on the arm
+            from worldsample.evaluation.policies import run_env_config
+            from worldsample.synth.sim_replay import SimReplaySynthesiser
+
+            return SimReplaySynthesiser(store, imaginer, self.loop.synth, self.low, self.high,
+                                        env_cfg=run_env_config(self.run_dir))
         from worldsample.synth.synthesiser import Synthesiser
+
+        return Synthesiser(store, imaginer, self.loop.synth, self.low, self.high, reader=self._readers())
+
+    def generate(self) -> dict[str, float]:
         from worldsample.world_model import Imaginer, checkpoint
 
         latest = self.models.poll()
         if latest is not None:
             model, _ = checkpoint.load(self.wm_versions.path(latest))
-            self.synth = Synthesiser(EpisodeStore(self.run_dir), Imaginer(model), self.loop.synth, self.low, self.high,
-                                     reader=self._readers())
+            if self.synth is not None:
+                self.synth.close()
+            self.synth = self._synthesiser(Imaginer(model))
             self.models.accept(latest)
         if self.synth is None:
             return {}

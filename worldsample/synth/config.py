@@ -41,6 +41,10 @@ class SynthConfig(BaseModel):
         5000, ge=1, description="bound of the `synthetic` group (retention): past it the oldest world-model version's "
         "episodes go first. 5000 holds about the last three world models at the CPU loop's default cadence; None keeps "
         "every synthetic episode")
+    imaginer: Literal["world_model", "simulator"] = Field(
+        "world_model", description="what plays the branches: the run's world model, or (a diagnostic, bench only) the "
+        "simulated arm itself, replayed from each episode's reset seed to the branch step (synth/sim_replay.py): what "
+        "a perfect world model would imagine. Needs loop.robot=sim and the state profile; no uncertainty veto")
     ratio: float = Field(2.0, ge=0.0, description="synthetic steps allowed per committed real step (rate limit)")
     batch: int = Field(16, ge=1, le=4096, description="branches imagined together")
     seed: int = 0

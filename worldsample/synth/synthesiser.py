@@ -182,14 +182,7 @@ class Synthesiser:
         cfg, st = self.cfg, SynthStats(branches=len(points))
         context, ctx_actions, segment = self._gather(points)
         actions = perturb_actions(segment, self.rng, cfg.scale, cfg.sigma, self.low, self.high)
-        roll = self.im.rollout(
-            context,
-            actions,
-            context_actions=ctx_actions if cfg.context > 1 else None,
-            domain=domain,
-            seed=int(self.rng.integers(2**31)),
-            uncertainty=self.vetting,
-        )
+        roll = self._imagine(points, context, ctx_actions, actions, domain)
         for b, (g, ep, t) in enumerate(points):
             obs = {key: np.concatenate([context[key][b, -1:], roll.frames[key][b, :-1]]) for key in self.keys}
             reward = roll.reward[b]
@@ -236,6 +229,21 @@ class Synthesiser:
             st.steps += end
             st.successes += int(done[-1])
         return st
+
+    def close(self) -> None:
+        """Release what the synthesiser holds beyond the store (the oracle's arm)."""
+
+    def _imagine(self, points, context, ctx_actions, actions, domain: int):
+        """The branches' rollouts (frames, reward, labels, uncertainty) from the world model; the
+        oracle (sim_replay.py) plays them on the simulated arm instead."""
+        return self.im.rollout(
+            context,
+            actions,
+            context_actions=ctx_actions if self.cfg.context > 1 else None,
+            domain=domain,
+            seed=int(self.rng.integers(2**31)),
+            uncertainty=self.vetting,
+        )
 
     def _reject_reason(self, obs, reward) -> str | None:
         vectors = [v for k, v in obs.items() if not k.startswith("image_")]
