@@ -288,3 +288,14 @@ def test_the_default_target_entropy_is_minus_half_the_action_dimension():
     b = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[8], batch_size=B, target_entropy=-4.0), 3,
                      gym.spaces.Box(-1, 1, (2,), np.float32))
     assert b.target_entropy == -4.0
+
+
+def test_batches_larger_than_the_configured_size_train():
+    """ppl.placement add: a batch of B real rows plus the synthetic ones on top (here 1.25 B) updates
+    the critic like any other batch."""
+    a = agent()
+    big = {k: np.concatenate([v, v[: B // 4]]) for k, v in batch(5.0, 1.0).items()}
+    before = a.q_values(batch(0.0, 1.0))
+    metrics = a.update(big)
+    assert np.isfinite(metrics["qf_loss"])
+    assert np.abs(a.q_values(batch(0.0, 1.0)) - before).max() > 1e-4

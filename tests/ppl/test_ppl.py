@@ -275,3 +275,17 @@ def test_a_pool_that_fills_between_probes_is_probed_before_it_is_used(tmp_path):
     b = mixer.sample(rng, 100)
     assert np.isfinite(mixer.last["ppl/lambda"]) and np.isfinite(mixer.q_pos)
     assert mixer.last["batch/synthetic_pos"] + mixer.last["batch/synthetic_neg"] == 30 and len(b["action"]) == 100
+
+
+def test_added_synthetic_rows_leave_the_real_part_whole(tmp_path):
+    """placement add: the synthetic rows come on top of a full real batch (the loss-weight form
+    E_real + rho E_syn), where replace takes their places from the real part."""
+    demo, online, pos, neg = stores(tmp_path)
+    for placement, real_rows in (("replace", 48), ("add", 64)):
+        naive = mix(PPLConfig(mode="naive", naive_share=0.25, placement=placement), demo, online, pos, neg, None, -2.0)
+        b = naive.sample(np.random.default_rng(0), 64)
+        syn = np.char.startswith(b["source"].astype(str), "synthetic")
+        assert (syn.sum(), (~syn).sum()) == (16, real_rows)
+        assert naive.last["batch/demo"] == naive.last["batch/online"] == real_rows // 2
+        assert naive.last["batch/synthetic_share"] == pytest.approx(16 / (16 + real_rows))
+

@@ -32,6 +32,10 @@ class PPLConfig(BaseModel):
         description="entropy of the most uncertain policy (H~ = 1); default: |A| ln 2, the uniform distribution "
         "on the squashed action box",
     )
+    placement: Literal["replace", "add"] = Field(
+        "replace", description="replace: the floor(rho * B) synthetic rows take places in the batch of B "
+        "(ALGORITHMS.md's placement); add: they come on top of B real rows, so a batch of B + floor(rho * B) rows "
+        "gives the critic L = E_real + rho E_syn up to a common factor and synthetic data never displaces real data")
     delta_q: float = Field(0.05, ge=0.0, description="tolerance |mean Q(synthetic) - mean Q(real)|")
     demo_share: float = Field(0.5, ge=0.0, le=1.0, description="demo+intervention share of the real part")
     q_probe: int = Field(256, ge=8, description="samples per pool when estimating pool mean Q")

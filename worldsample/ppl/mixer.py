@@ -73,7 +73,8 @@ class RealDataMixer:
 
     def sample(self, rng: np.random.Generator, batch: int, n: int = 1, gamma: float = 0.97,
                actor_learning: bool = True) -> Batch:
-        """One batch of `batch` rows: n-step transitions with `source` and per-row critic `weights`."""
+        """One batch of `batch` rows (`ppl.placement: add`: `batch` real rows and the synthetic ones on
+        top): n-step transitions with `source` and per-row critic `weights`."""
         self.calls += 1
         self._real_weights()
         rho = self._synthetic_share(rng, n, gamma, actor_learning)
@@ -84,7 +85,7 @@ class RealDataMixer:
             for name, pool, k in (("synthetic_pos", self.pos, n_pos), ("synthetic_neg", self.neg, n_syn - n_pos)):
                 if k:
                     parts.append((name, pool.nstep(rng, k, n, gamma)))
-        real = self.real.sample(rng, batch - n_syn, n, gamma)
+        real = self.real.sample(rng, batch if self.cfg.placement == "add" else batch - n_syn, n, gamma)
         out = concat([(real["group"], real)] + [(np.full(len(b["action"]), name), b) for name, b in parts])
         syn = np.char.startswith(out["source"].astype(str), "synthetic")
         out["weights"] = self._weights(out, syn)
