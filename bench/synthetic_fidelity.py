@@ -51,9 +51,13 @@ def fidelity(run: Path, max_episodes: int, seed: int = 0) -> dict:
     pred, true = [], []
     names = ("hand", "object", "hand_copy", "object_copy", "moving", "moving_copy")
     err = {name: {k: [] for k in STEPS} for name in names}
+    read = {}  # branches share source episodes: each is read once
     for rec in recs:
         src = sources[rec.source.group]
-        t, data = rec.source.step, src.episode(rec.source.episode)
+        key = (rec.source.group, rec.source.episode)
+        if key not in read:
+            read[key] = src.episode(rec.source.episode)
+        t, data = rec.source.step, read[key]
         ep = syn.episode(rec.episode)
         seed_ = src.records[rec.source.episode].extra["seed"]
         frames, _, success, _ = replay.play(seed_, data["action"][:t], {k: data[k][t] for k in keys}, ep["action"])

@@ -113,9 +113,9 @@ class SimReplaySynthesiser(Synthesiser):
     def _imagine(self, points, context, ctx_actions, actions, domain: int) -> Played:
         out = []
         for b, (g, ep, t) in enumerate(points):
-            data = self.readers[g].episode(ep, keys=[*self.keys, "action"])
+            prefix = self.readers[g].read_steps(ep, "action", 0, t)  # the context already holds the state at t
             expect = {k: context[k][b, -1] for k in self.keys}
-            out.append(self.replay.play(self._seed(g, ep), data["action"][:t], expect, actions[b]))
+            out.append(self.replay.play(self._seed(g, ep), prefix, expect, actions[b]))
         frames = {k: np.stack([o[0][k] for o in out]) for k in self.keys}
         return Played(frames, *(np.stack([o[i] for o in out]) for i in (1, 2, 3)))
 
