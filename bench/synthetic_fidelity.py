@@ -60,7 +60,7 @@ def fidelity(run: Path, max_episodes: int, seed: int = 0) -> dict:
         t, data = rec.source.step, read[key]
         ep = syn.episode(rec.episode)
         seed_ = src.records[rec.source.episode].extra["seed"]
-        frames, _, success, _ = replay.play(seed_, data["action"][:t], {k: data[k][t] for k in keys}, ep["action"])
+        frames, _, success, _, _ = replay.play(seed_, data["action"][:t], {k: data[k][t] for k in keys}, ep["action"])
         pred.append(bool(ep["done"][-1] and ep["success"][-1]))
         true.append(bool(success.any()))
         imagined, real, start = ep["state"][1:], frames["state"][:-1], ep["state"][0]

@@ -66,8 +66,9 @@ def test_replaying_an_episodes_actions_reproduces_its_observations(tmp_path):
     data = r.episode(rec.episode)
     t = rec.length // 2
     replay = SimReplay(ARM, KEYS, horizon=H)
-    frames, reward, success, done = replay.play(
+    frames, reward, success, done, played = replay.play(
         rec.extra["seed"], data["action"][:t], {k: data[k][t] for k in KEYS}, data["action"][t : t + H])
+    np.testing.assert_array_equal(played, data["action"][t : t + H])
     for k in KEYS:  # frame i is the observation after action t + i: the stored observation at t + i + 1
         np.testing.assert_array_equal(frames[k], data[k][t + 1 : t + H + 1])
     np.testing.assert_array_equal(reward, data["reward"][t : t + H])
@@ -114,7 +115,7 @@ def test_oracle_branches_are_the_arms_own_counterfactuals(tmp_path):
         for k in KEYS:
             np.testing.assert_array_equal(ep[k][0], src[k][rec.source.step])
         seed = real.records[rec.source.episode].extra["seed"]
-        frames, _, success, done = check.play(seed, src["action"][: rec.source.step],
+        frames, _, success, done, _ = check.play(seed, src["action"][: rec.source.step],
                                               {k: src[k][rec.source.step] for k in KEYS}, ep["action"])
         for k in KEYS:
             np.testing.assert_array_equal(ep[k][1:], frames[k][:-1])
@@ -131,3 +132,30 @@ def test_the_oracle_needs_the_lock_step_arm():
     with pytest.raises(ValueError, match="needs loop.robot=sim"):
         LoopConfig.model_validate({"robot": "bridge", "synth": {"imaginer": "simulator"}})
     assert LoopConfig.model_validate({"robot": "sim", "synth": {"imaginer": "simulator"}}).synth.imaginer == "simulator"
+
+
+def test_oracle_policy_branches_are_what_the_policy_does_on_the_arm(tmp_path):
+    """synth.actions=policy on the oracle: the policy acts on the arm's own observations from each real
+    branch point; replaying the written actions reproduces the written observations."""
+    from tests.synth.test_policy_branches import linear_actor
+
+    store = _record(tmp_path)
+    dim = store.schema("real").keys["proprio"].shape[0]
+    actor = linear_actor(key="proprio", dim=dim, actions=4)
+    cfg = SynthConfig(horizon=H, context=2, bounds_margin=1.0, actions="policy")
+    synth = SimReplaySynthesiser(store, _imaginer(store), cfg, -np.ones(4), np.ones(4), env_cfg=ARM)
+    st = synth.generate(6, wm_version=1, actor=actor)
+    synth.close()
+    assert st.written > 0
+    real, syn = store.reader("real"), store.reader("synthetic")
+    check = SimReplay(ARM, KEYS, horizon=H)
+    for rec in syn.episode_records():
+        src, ep = real.episode(rec.source.episode), syn.episode(rec.episode)
+        for t in range(rec.length):
+            np.testing.assert_allclose(ep["action"][t], actor.act({"proprio": ep["proprio"][t]}), atol=0.05)
+        seed = real.records[rec.source.episode].extra["seed"]
+        frames, *_ = check.play(seed, src["action"][: rec.source.step], {k: src[k][rec.source.step] for k in KEYS},
+                                ep["action"])
+        for k in KEYS:
+            np.testing.assert_array_equal(ep[k][1:], frames[k][: rec.length - 1])
+    check.close()

@@ -29,8 +29,7 @@ from worldsample.evaluation.starts import Starts
 from worldsample.paths import RunFiles
 from worldsample.policy import NumpyActor
 from worldsample.versioned import VersionedDir
-
-Policy = Callable[[dict[str, np.ndarray], int], np.ndarray]  # (obs key -> (B, ...), step) -> actions (B, A)
+from worldsample.world_model.imagine import Policy
 
 
 @dataclass

@@ -1,5 +1,7 @@
 """The synthesise step's object: counterfactual branches from the latest world model into the
-store's `synthetic` group, at most `synth.ratio` synthetic steps per real step."""
+store's `synthetic` group, at most `synth.ratio` synthetic steps per real step. With
+`synth.actions: policy` the newest exported policy acts in the branches (none exported yet: no
+branches, counted as synth/no_policy)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ class Synthesis:
         self.models = VersionWatcher(self.wm_versions)
         self.synth = None
         self.steps_written = 0
+        self.policies = VersionWatcher(VersionedDir(RunFiles.of(run_dir).policies))
+        self.actor = None
         self._latent_readers = None
 
     def _readers(self):
@@ -62,17 +66,30 @@ class Synthesis:
             self.models.accept(latest)
         if self.synth is None:
             return {}
+        if self.loop.synth.actions == "policy" and not self._refresh_actor():
+            return {"synth/no_policy": 1.0}
         budget = self.loop.synth.ratio * self.synth.real_steps() - self.steps_written
         n = min(self.loop.synth_branches, int(budget // max(self.loop.synth.horizon, 1)))
         if n <= 0:
             return {"synth/rate_limited": 1.0}
-        st = self.synth.generate(n, wm_version=self.version)
+        st = self.synth.generate(n, wm_version=self.version, actor=self.actor)
         self.steps_written += st.steps
-        out = {"synth/branches": float(st.branches), "synth/written": float(st.written), "synth/steps": float(st.steps),
+        out = {**({"synth/policy_version": float(self.actor.version)} if self.actor is not None else {}),
+               "synth/branches": float(st.branches), "synth/written": float(st.written), "synth/steps": float(st.steps),
                "synth/successes": float(st.successes), "synth/unvetted": float(st.unvetted),
                "synth/truncated_uncertain": float(st.truncated)}
         out.update({f"synth/dropped_{k}": float(v) for k, v in st.dropped.items()})
         return out
+
+    def _refresh_actor(self) -> bool:
+        """The newest exported policy, for branches that follow it; False while there is none."""
+        from worldsample.policy import load_actor
+
+        latest = self.policies.poll()
+        if latest is not None:
+            self.actor = load_actor(self.run_dir, latest)
+            self.policies.accept(latest)
+        return self.actor is not None
 
     def state(self) -> dict:
         return {"steps_written": self.steps_written}

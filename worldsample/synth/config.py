@@ -45,6 +45,10 @@ class SynthConfig(BaseModel):
         "world_model", description="what plays the branches: the run's world model, or (a diagnostic, bench only) the "
         "simulated arm itself, replayed from each episode's reset seed to the branch step (synth/sim_replay.py): what "
         "a perfect world model would imagine. Needs loop.robot=sim and the state profile; no uncertainty veto")
+    actions: Literal["perturbed", "policy"] = Field(
+        "perturbed", description="the branches' actions: `perturbed`, the source episode's logged actions scaled and "
+        "jittered (scale, sigma); `policy`, sampled (exploring) from the newest exported policy acting on the imagined "
+        "observations, step by step (MBPO-style branches that follow the current policy, from real states)")
     ratio: float = Field(2.0, ge=0.0, description="synthetic steps allowed per committed real step (rate limit)")
     batch: int = Field(16, ge=1, le=4096, description="branches imagined together")
     seed: int = 0

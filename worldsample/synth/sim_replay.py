@@ -41,6 +41,7 @@ class Played:
     success_label: np.ndarray  # (B, T) bool
     done_label: np.ndarray  # (B, T) bool: the arm terminated
     uncertainty: None = None  # the arm is not uncertain: nothing to veto
+    actions: np.ndarray | None = None  # (B, T, A) the actions played
 
 
 class SimReplay:
@@ -55,11 +56,13 @@ class SimReplay:
         self.env = SimArmEnv(cfg)
         self.keys, self.atol = keys, atol
 
-    def play(self, seed: int, prefix: np.ndarray, expect: dict[str, np.ndarray], actions: np.ndarray):
+    def play(self, seed: int, prefix: np.ndarray, expect: dict[str, np.ndarray], actions=None, policy=None,
+             horizon: int | None = None):
         """Reset with `seed`, replay the recorded `prefix` actions, check the observation there
-        against `expect` (key -> vector), then play `actions` (T, A). Returns per-step observations
-        (key -> (T, d)), rewards, successes and terminations, the last observation held after a
-        termination."""
+        against `expect` (key -> vector), then play `actions` (T, A), or for `horizon` steps what
+        `policy` ((obs key -> (1, d), step) -> (1, A), a batch policy) does on the arm's observations.
+        Returns per-step observations (key -> (T, d)), rewards, successes, terminations and the
+        actions played; after a termination the last observation and labels are held."""
         obs, _ = self.env.reset(seed=int(seed))
         for a in prefix:
             obs, *_ = self.env.step(a)
@@ -68,20 +71,24 @@ class SimReplay:
                 err = float(np.abs(obs[k] - expect[k]).max())
                 raise ReplayMismatch(f"replaying seed {seed} for {len(prefix)} steps gives {k} off by {err:.3g} from "
                                      "the stored episode: it was not recorded by this simulated arm's configuration")
-        t_len = len(actions)
+        t_len = len(actions) if policy is None else int(horizon)
         frames = {k: np.empty((t_len, *np.shape(obs[k])), np.float32) for k in self.keys}
         reward, success, done = np.zeros(t_len, np.float32), np.zeros(t_len, bool), np.zeros(t_len, bool)
+        played = np.zeros((t_len, *self.env.action_space.shape), np.float32)
         over = False
-        for t, a in enumerate(actions):
+        for t in range(t_len):
             if not over:
-                obs, r, terminated, _, info = self.env.step(a)
+                a = actions[t] if policy is None else policy({k: np.asarray(v)[None] for k, v in obs.items()}, t)[0]
+                played[t] = a
+                obs, r, terminated, _, info = self.env.step(played[t])
                 reward[t], success[t], done[t] = r, info["success"], terminated
                 over = terminated
             else:  # past the end: hold the terminal observation and labels (the synthesiser cuts there)
+                played[t] = played[t - 1]
                 reward[t], success[t], done[t] = reward[t - 1], success[t - 1], done[t - 1]
             for k in self.keys:
                 frames[k][t] = obs[k]
-        return frames, reward, success, done
+        return frames, reward, success, done, played
 
     def close(self) -> None:
         self.env.close()
@@ -110,14 +117,16 @@ class SimReplaySynthesiser(Synthesiser):
             self._seeds[(group, episode)] = int(rec.extra["seed"])
         return self._seeds[(group, episode)]
 
-    def _imagine(self, points, context, ctx_actions, actions, domain: int) -> Played:
+    def _imagine(self, points, context, ctx_actions, actions, domain: int, policy=None) -> Played:
         out = []
         for b, (g, ep, t) in enumerate(points):
             prefix = self.readers[g].read_steps(ep, "action", 0, t)  # the context already holds the state at t
             expect = {k: context[k][b, -1] for k in self.keys}
-            out.append(self.replay.play(self._seed(g, ep), prefix, expect, actions[b]))
+            out.append(self.replay.play(self._seed(g, ep), prefix, expect, None if actions is None else actions[b],
+                                        policy=policy, horizon=self.cfg.horizon + 1))
         frames = {k: np.stack([o[0][k] for o in out]) for k in self.keys}
-        return Played(frames, *(np.stack([o[i] for o in out]) for i in (1, 2, 3)))
+        reward, success, done, played = (np.stack([o[i] for o in out]) for i in (1, 2, 3, 4))
+        return Played(frames, reward, success, done, actions=played)
 
     def close(self) -> None:
         self.replay.close()

@@ -6,6 +6,10 @@ bounds.py) drop a branch; the uncertainty veto cuts a branch before the first st
 is less sure of than it is on held-out real data (world_model/uncertainty.py), and drops it when
 that is its first step. Each is counted per reason. The `synthetic` group is a bounded pool (`pool_max_steps`).
 
+A branch's actions are the source segment's logged actions, perturbed (branching.py), or, with
+`actions: policy`, sampled from the newest exported policy acting on what the world model imagines
+(MBPO-style: the data follows the policy being learned, from real states).
+
 Each synthetic episode keeps its provenance (source group, episode and branch step, world-model
 version). Its first observation is the real one it branched from; the rest are imagined. Rewards
 and success come from the world model's heads; a predicted success ends the episode (terminal),
@@ -20,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from worldsample.errors import EpisodeRejected
+from worldsample.errors import ConfigError, EpisodeRejected
 from worldsample.store import EpisodeStore, GroupSchema, KeySpec, Retention, SourceRef
 from worldsample.synth.bounds import ObservedRange, outside
 from worldsample.synth.branching import perturb_actions
@@ -161,8 +165,15 @@ class Synthesiser:
             seg.append(data["action"][np.minimum(np.arange(t, t + h), len(data["action"]) - 1)])
         return {key: np.stack(v) for key, v in ctx.items()}, np.stack(ctx_act), np.stack(seg)
 
-    def generate(self, n_branches: int, wm_version: int, domain: int = 0) -> SynthStats:
-        """Imagine up to `n_branches` branches and write the ones that pass the filters."""
+    def generate(self, n_branches: int, wm_version: int, domain: int = 0, actor=None) -> SynthStats:
+        """Imagine up to `n_branches` branches and write the ones that pass the filters. `actor`: the
+        `NumpyActor` that acts in the branches, needed (and only used) with `actions: policy`."""
+        if self.cfg.actions == "policy":
+            if actor is None:
+                raise ConfigError("synth.actions=policy needs the policy that acts in the branches; none was given")
+            from worldsample.evaluation.imagined import check_fit
+
+            check_fit(actor, self.im.cfg)
         stats = SynthStats()
         cands = self._sources()
         points = self._branch_points(cands, n_branches)
@@ -175,14 +186,20 @@ class Synthesiser:
         self.limits = self.observed.limits(self.cfg.bounds_margin)
         with self.store.writer("synthetic") as w:
             for i in range(0, len(points), self.cfg.batch):
-                stats.add(self._batch(points[i : i + self.cfg.batch], w, wm_version, domain))
+                stats.add(self._batch(points[i : i + self.cfg.batch], w, wm_version, domain, actor))
         return stats
 
-    def _batch(self, points, writer, wm_version: int, domain: int) -> SynthStats:
+    def _batch(self, points, writer, wm_version: int, domain: int, actor=None) -> SynthStats:
         cfg, st = self.cfg, SynthStats(branches=len(points))
         context, ctx_actions, segment = self._gather(points)
-        actions = perturb_actions(segment, self.rng, cfg.scale, cfg.sigma, self.low, self.high)
-        roll = self._imagine(points, context, ctx_actions, actions, domain)
+        if cfg.actions == "policy":  # a stochastic policy samples each step on what it is shown
+            from worldsample.evaluation.imagined import batch_policy
+
+            actions, policy = None, batch_policy(actor, explore=actor.config.stochastic, rng=self.rng)
+        else:
+            actions, policy = perturb_actions(segment, self.rng, cfg.scale, cfg.sigma, self.low, self.high), None
+        roll = self._imagine(points, context, ctx_actions, actions, domain, policy)
+        actions = roll.actions if actions is None else actions
         for b, (g, ep, t) in enumerate(points):
             obs = {key: np.concatenate([context[key][b, -1:], roll.frames[key][b, :-1]]) for key in self.keys}
             reward = roll.reward[b]
@@ -233,9 +250,10 @@ class Synthesiser:
     def close(self) -> None:
         """Release what the synthesiser holds beyond the store (the oracle's arm)."""
 
-    def _imagine(self, points, context, ctx_actions, actions, domain: int):
-        """The branches' rollouts (frames, reward, labels, uncertainty) from the world model; the
-        oracle (sim_replay.py) plays them on the simulated arm instead."""
+    def _imagine(self, points, context, ctx_actions, actions, domain: int, policy=None):
+        """The branches' rollouts (frames, reward, labels, uncertainty; with a `policy` in place of
+        `actions`, the actions it took) from the world model; the oracle (sim_replay.py) plays them on
+        the simulated arm instead."""
         return self.im.rollout(
             context,
             actions,
@@ -243,6 +261,8 @@ class Synthesiser:
             domain=domain,
             seed=int(self.rng.integers(2**31)),
             uncertainty=self.vetting,
+            policy=policy,
+            horizon=self.cfg.horizon + 1,  # as the segments: the last imagined frame is the last step's next obs
         )
 
     def _reject_reason(self, obs, reward) -> str | None:

@@ -14,12 +14,15 @@ thresholds calibrated on held-out episodes (`heads.py`), stored in the model's c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from worldsample.world_model.model import WorldModel
+
+Policy = Callable[[dict[str, np.ndarray], int], np.ndarray]  # (obs key -> (B, ...), step) -> actions (B, A)
 
 
 @dataclass
@@ -32,6 +35,7 @@ class Rollout:
     uncertainty: np.ndarray | None = None  # (B, T) ensemble / sample disagreement, None if not asked
     success_label: np.ndarray | None = None  # (B, T) bool: success above the model's calibrated threshold
     done_label: np.ndarray | None = None  # (B, T) bool: done above the model's calibrated threshold
+    actions: np.ndarray | None = None  # (B, T, A) what the policy did, in a closed-loop rollout
 
 
 class Imaginer:
@@ -65,20 +69,26 @@ class Imaginer:
     def rollout(
         self,
         context: dict[str, np.ndarray],
-        actions: np.ndarray,
+        actions: np.ndarray | None = None,
         context_actions: np.ndarray | None = None,
         domain: int | np.ndarray = 0,
         seed: int = 0,
         decode: bool = True,
         uncertainty: bool = False,
         samples: int = 4,
+        policy: Policy | None = None,
+        horizon: int | None = None,
     ) -> Rollout:
-        """Imagine T steps open loop.
+        """Imagine T steps: open loop under `actions`, or closed loop under `policy` for `horizon` steps.
 
         context: key -> (B, k, ...) observed frames, oldest first (k >= 1; the last k <= history are used);
         context_actions: (B, k-1, A) actions between those frames; actions: (B, T, A) to imagine.
+        policy: (obs key -> (B, ...), step) -> (B, A), asked at each step on the observation the world model
+        imagined last (the last real frame first); what it did is `Rollout.actions`.
         uncertainty: with an ensemble, the members' disagreement on each step; otherwise the spread
         of `samples` draws of a stochastic generator (0 for regression)."""
+        if (actions is None) == (policy is None) or (policy is not None and (horizon is None or horizon < 1)):
+            raise ValueError("rollout takes either actions (B, T, A) or a policy with a horizon >= 1")
         m, K = self.model, self.cfg.dynamics.history
         dev = m.device
         keys = [*self.cfg.image_keys, *self.cfg.vector_keys]
@@ -86,7 +96,8 @@ class Imaginer:
         z = self.encode(
             {key: np.asarray(context[key]).reshape(b * k, *np.asarray(context[key]).shape[2:]) for key in keys}
         ).view(b, k, -1, *([self.cfg.latent_grid] * 2))
-        acts = torch.as_tensor(np.asarray(actions, np.float32), device=dev)
+        acts = None if actions is None else torch.as_tensor(np.asarray(actions, np.float32), device=dev)
+        steps = acts.shape[1] if acts is not None else int(horizon)
         past = (
             torch.zeros(b, k - 1, self.cfg.action_dim, device=dev)
             if context_actions is None
@@ -95,9 +106,17 @@ class Imaginer:
         hist, past = self._pad(z[:, -K:], past[:, max(k - K, 0) :])
         dom = torch.as_tensor(np.broadcast_to(np.asarray(domain), (b,)).copy(), device=dev).long()
         noise = self._noise(seed)
-        out_z, heads, unc = [], {"reward": [], "success": [], "done": []}, []
-        for t in range(acts.shape[1]):
-            a = torch.cat([past, acts[:, t : t + 1]], dim=1)
+        ref = self.decode(z[:, -1]) if policy is not None and self.cfg.autoencoder.residual_decode else None
+        obs = {key: np.asarray(context[key])[:, -1] for key in keys}  # what the policy sees next
+        out_z, heads, unc, seen, taken = [], {"reward": [], "success": [], "done": []}, [], [], []
+        for t in range(steps):
+            if policy is None:
+                a_t = acts[:, t : t + 1]
+            else:
+                a_np = np.asarray(policy(obs, t), np.float32).reshape(b, self.cfg.action_dim)
+                taken.append(a_np)
+                a_t = torch.as_tensor(a_np, device=dev)[:, None]
+            a = torch.cat([past, a_t], dim=1)
             h_in = (
                 hist + self.cfg.dynamics.context_noise_infer * noise(hist.shape)
                 if self.cfg.dynamics.context_noise_infer
@@ -111,23 +130,31 @@ class Imaginer:
                 heads[key].append(hd[key])
             hist = torch.cat([hist[:, 1:], nxt[:, None]], dim=1)
             past = a[:, 1:]
+            if policy is not None:  # the next observation, decoded (and anchored) as the frames are
+                frame = {key: v[:, None] for key, v in self.decode(nxt).items()}
+                if ref is not None:
+                    self._anchor(frame, context, ref=ref)
+                obs = {key: v[:, 0] for key, v in frame.items()}
+                seen.append(obs)
         lat = torch.stack(out_z, dim=1)
         res = Rollout(lat, **{key: torch.stack(v, 1).cpu().numpy() for key, v in heads.items()})
         res.success_label = res.success > self.model.cfg.heads.success_threshold
         res.done_label = res.done > self.model.cfg.heads.done_threshold
         if uncertainty:
             res.uncertainty = torch.stack(unc, 1).cpu().numpy()
-        if decode:
+        if policy is not None:
+            res.actions = np.stack(taken, 1)
+            res.frames = {key: np.stack([o[key] for o in seen], 1) for key in keys}
+        elif decode:
             flat = self.decode(lat.flatten(0, 1))
             res.frames = {key: v.reshape(b, lat.shape[1], *v.shape[1:]) for key, v in flat.items()}
             if self.cfg.autoencoder.residual_decode:
-                self._anchor(res.frames, context, z[:, -1])
+                self._anchor(res.frames, context, ref=self.decode(z[:, -1]))
         return res
 
-    def _anchor(self, frames: dict[str, np.ndarray], context: dict[str, np.ndarray], z_last: torch.Tensor) -> None:
-        """Add the decoded change to the last real frame: the autoencoder's error on everything that
-        does not move cancels, so only the moving parts carry reconstruction error."""
-        ref = self.decode(z_last)
+    def _anchor(self, frames: dict[str, np.ndarray], context: dict[str, np.ndarray], ref: dict) -> None:
+        """Add the decoded change to the last real frame (`ref`: that frame's decode): the autoencoder's
+        error on everything that does not move cancels, so only the moving parts carry reconstruction error."""
         for key in self.cfg.image_keys:
             real = np.asarray(context[key])[:, -1].astype(np.int16)
             delta = frames[key].astype(np.int16) - ref[key].astype(np.int16)[:, None]
