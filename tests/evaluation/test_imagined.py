@@ -105,3 +105,27 @@ def test_a_policy_the_world_model_cannot_feed_is_refused():
         score_policy(rigged_model(), bad, starts(), horizon=3)
     with pytest.raises(ConfigError, match="horizon"):
         score_policy(rigged_model(), actor(0.5), starts(), horizon=0)
+
+
+def test_the_rollout_stops_when_asked_or_when_every_row_ended():
+    """ClosedLoop is the Imaginer's closed-loop rollout: `before_step` stops it (not completed), and
+    it stops after the step at which the last row ended, whatever the horizon."""
+    model = rigged_model()
+    ctx = {"state": starts(3).obs["state"][:, None]}
+    calls = []
+
+    def policy(obs, t):
+        calls.append(t)
+        return np.tile([0.9 if t >= 2 else -0.8, 0, 0, 0], (len(obs["state"]), 1)).astype(np.float32)
+
+    res = ClosedLoop(model).run(ctx, policy, 9)  # loses twice, then succeeds at step 3 in every row
+    assert calls == [0, 1, 2] and res.completed and res.success.all() and res.ended.all()
+    assert res.length.tolist() == [3, 3, 3] and res.actions.shape == (3, 3, 4)
+    calls.clear()
+    cut = ClosedLoop(model).run(ctx, policy, 9, before_step=lambda t: t < 2)
+    assert calls == [0, 1] and not cut.completed and not cut.success.any() and not cut.ended.any()
+    none = ClosedLoop(model).run(ctx, policy, 9, before_step=lambda t: False)
+    assert not none.completed and none.length.tolist() == [0, 0, 0] and none.actions.shape == (3, 0, 4)
+    np.testing.assert_array_equal(none.final_obs["state"], ctx["state"][:, 0])
+    with pytest.raises(ValueError, match="closed-loop"):
+        ClosedLoop(model).imaginer.rollout(ctx, np.zeros((3, 2, 4), np.float32), until_end=True)

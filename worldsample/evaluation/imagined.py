@@ -10,7 +10,7 @@ its return is the sum of the predicted rewards up to there. Randomness comes fro
 generator per batch, so a score is reproducible under its seed on any device.
 
 The context is padded the way the model was trained for episode starts (the first frame repeated
-with zero actions), and with `autoencoder.residual_decode` an imagined vector is the last real one
+with zero actions), and with `autoencoder.residual_decode` an imagined frame is the last real one
 plus the decoded change since it, as the Imaginer gives it.
 """
 
@@ -22,14 +22,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from worldsample.errors import ConfigError
 from worldsample.evaluation.starts import Starts
 from worldsample.paths import RunFiles
 from worldsample.policy import NumpyActor
 from worldsample.versioned import VersionedDir
-from worldsample.world_model.imagine import Policy
+from worldsample.world_model.imagine import Imaginer, Policy
 
 
 @dataclass
@@ -52,18 +51,14 @@ def is_stochastic(model) -> bool:
 
 
 class ClosedLoop:
+    """A policy's imagined episodes: the Imaginer's closed-loop rollout, each row cut at its first
+    success or done label, with what scoring reads (success, return and length up to the end)."""
+
     def __init__(self, model, domain: int = 0):
         self.model, self.cfg, self.domain = model.eval(), model.cfg, domain
         self.keys = [*self.cfg.image_keys, *self.cfg.vector_keys]
+        self.imaginer = Imaginer(self.model)
 
-    @torch.no_grad()
-    def _decode(self, z: torch.Tensor) -> dict[str, np.ndarray]:
-        out = {}
-        for k, v in self.model.decode(z).items():
-            out[k] = ((v * 255).round().byte() if k in self.cfg.image_keys else v.float()).cpu().numpy()
-        return out
-
-    @torch.no_grad()
     def run(
         self,
         context: Mapping[str, np.ndarray],
@@ -75,85 +70,32 @@ class ClosedLoop:
         record_obs: bool = False,
     ) -> ClosedLoopResult:
         """context: key -> (B, k, ...) real frames, oldest first; context_actions: (B, k-1, A) between them.
-        `before_step(t)` is asked before each imagined step; False stops the rollout there. Every row
-        is stepped to the end of the batch (ended rows are masked), so rows never change each other's noise."""
-        m, cfg, K, A = self.model, self.cfg, self.cfg.dynamics.history, self.cfg.action_dim
-        dev = m.device
+        `before_step(t)` is asked before each imagined step; False stops the rollout there. The rollout
+        stops once every row has ended (rows are masked after their own end)."""
         missing = [k for k in self.keys if k not in context]
         if missing:
             raise ConfigError(f"the world model needs {missing} in the context; got {sorted(context)}")
-        b, k = np.asarray(context[self.keys[0]]).shape[:2]
-        flat = {key: np.asarray(context[key]).reshape(b * k, *np.asarray(context[key]).shape[2:]) for key in self.keys}
-        z = m.encode(flat).view(b, k, -1, cfg.latent_grid, cfg.latent_grid)
-        past = (
-            torch.zeros(b, k - 1, A, device=dev)
-            if context_actions is None
-            else torch.as_tensor(np.asarray(context_actions, np.float32), device=dev).view(b, k - 1, A)
-        )
-        if k < K:  # an episode start: the first frame repeated with zero actions
-            z = torch.cat([z[:, :1].expand(-1, K - k, *z.shape[2:]), z], dim=1)
-            past = torch.cat([past.new_zeros(b, K - k, A), past], dim=1)
-        hist, past = z[:, -K:], past[:, past.shape[1] - (K - 1) :] if K > 1 else past[:, :0]
+        r = self.imaginer.rollout(dict(context), context_actions=context_actions, domain=self.domain, seed=seed,
+                                  policy=policy, horizon=horizon, before_step=before_step, until_end=True)
+        ends = r.success_label | r.done_label  # (B, T)
+        # a row is alive at step t if no label ended it before t; the step that ends it still counts
+        alive = np.ones_like(ends)
+        alive[:, 1:] = ~np.logical_or.accumulate(ends, axis=1)[:, :-1]
+        reward = np.where(alive, r.reward, 0.0)
         last_real = {key: np.asarray(context[key])[:, -1] for key in self.keys}
-        ref = self._decode(hist[:, -1]) if cfg.autoencoder.residual_decode else None
-        gen = torch.Generator().manual_seed(int(seed))
-
-        def noise(shape):
-            return torch.randn(shape, generator=gen).to(dev)
-
-        s_thr, d_thr = cfg.heads.success_threshold, cfg.heads.done_threshold
-        obs = {key: v.copy() for key, v in last_real.items()}
-        alive = np.ones(b, bool)
-        success, length, returns = np.zeros(b, bool), np.zeros(b, np.int64), np.zeros(b, np.float64)
-        acts, rews, probs, seen = [], [], [], []
-        dom = torch.full((b,), self.domain, device=dev, dtype=torch.long)
-        completed = True
-        for t in range(horizon):
-            if before_step is not None and not before_step(t):
-                completed = False
-                break
-            a_np = np.asarray(policy(obs, t), np.float32).reshape(b, A)
-            a = torch.cat([past, torch.as_tensor(a_np, device=dev)[:, None]], dim=1)
-            h_in = hist + cfg.dynamics.context_noise_infer * noise(hist.shape) if cfg.dynamics.context_noise_infer \
-                else hist
-            nxt, heads = m.step(h_in, a, dom, 0, noise)
-            hist, past = torch.cat([hist[:, 1:], nxt[:, None]], dim=1), a[:, 1:]
-            r = heads["reward"].float().cpu().numpy().reshape(b)
-            sp = heads["success"].float().cpu().numpy().reshape(b)
-            dp = heads["done"].float().cpu().numpy().reshape(b)
-            acts.append(a_np)
-            rews.append(np.where(alive, r, 0.0))
-            probs.append(np.where(alive, sp, 0.0))
-            returns += np.where(alive, r, 0.0)
-            length += alive
-            won = alive & (sp > s_thr)
-            success |= won
-            alive &= ~(won | (dp > d_thr))
-            if not alive.any() and not record_obs:
-                break
-            dec = self._decode(nxt)
-            for key in self.keys:
-                if ref is not None and key in cfg.vector_keys:
-                    delta = dec[key].reshape(b, -1) - ref[key].reshape(b, -1)
-                    obs[key] = (last_real[key].reshape(b, -1) + delta).reshape(last_real[key].shape).astype(np.float32)
-                else:
-                    obs[key] = dec[key].reshape(last_real[key].shape)
-            if record_obs:
-                seen.append({key: v.copy() for key, v in obs.items()})
-            if not alive.any():
-                break
-        T = len(acts)
+        T = r.reward.shape[1]
         return ClosedLoopResult(
-            actions=np.stack(acts, 1) if T else np.zeros((b, 0, A), np.float32),
-            reward=np.stack(rews, 1) if T else np.zeros((b, 0)),
-            success_prob=np.stack(probs, 1) if T else np.zeros((b, 0)),
-            success=success,
-            returns=returns,
-            length=length,
-            completed=completed,
-            obs={key: np.stack([o[key] for o in seen], 1) for key in self.keys} if record_obs and seen else None,
-            ended=~alive,
-            final_obs=obs,  # rows still alive at the end: where the horizon left them (rows that ended: stale)
+            actions=r.actions,
+            reward=reward,
+            success_prob=np.where(alive, r.success, 0.0),
+            success=(alive & r.success_label).any(axis=1),
+            returns=reward.sum(axis=1, dtype=np.float64),
+            length=alive.sum(axis=1).astype(np.int64),
+            completed=r.completed,
+            obs=r.frames if record_obs and T else None,
+            ended=ends.any(axis=1),
+            # rows still alive at the end: where the horizon left them (rows that ended: stale)
+            final_obs={key: r.frames[key][:, -1] for key in self.keys} if T else last_real,
         )
 
 

@@ -36,6 +36,7 @@ class Rollout:
     success_label: np.ndarray | None = None  # (B, T) bool: success above the model's calibrated threshold
     done_label: np.ndarray | None = None  # (B, T) bool: done above the model's calibrated threshold
     actions: np.ndarray | None = None  # (B, T, A) what the policy did, in a closed-loop rollout
+    completed: bool = True  # False: `before_step` stopped the closed-loop rollout before its horizon
 
 
 class Imaginer:
@@ -78,17 +79,24 @@ class Imaginer:
         samples: int = 4,
         policy: Policy | None = None,
         horizon: int | None = None,
+        before_step: Callable[[int], bool] | None = None,
+        until_end: bool = False,
     ) -> Rollout:
         """Imagine T steps: open loop under `actions`, or closed loop under `policy` for `horizon` steps.
 
         context: key -> (B, k, ...) observed frames, oldest first (k >= 1; the last k <= history are used);
         context_actions: (B, k-1, A) actions between those frames; actions: (B, T, A) to imagine.
         policy: (obs key -> (B, ...), step) -> (B, A), asked at each step on the observation the world model
-        imagined last (the last real frame first); what it did is `Rollout.actions`.
+        imagined last (the last real frame first); what it did is `Rollout.actions`. In that mode
+        `before_step(t)` is asked before each step (False stops there, `Rollout.completed` False), and
+        `until_end` stops once every row has a success or done label (rows are stepped on after their
+        own end until then, so they never change each other's noise).
         uncertainty: with an ensemble, the members' disagreement on each step; otherwise the spread
         of `samples` draws of a stochastic generator (0 for regression)."""
         if (actions is None) == (policy is None) or (policy is not None and (horizon is None or horizon < 1)):
             raise ValueError("rollout takes either actions (B, T, A) or a policy with a horizon >= 1")
+        if policy is None and (before_step is not None or until_end):
+            raise ValueError("before_step and until_end apply to a closed-loop rollout (a policy)")
         m, K = self.model, self.cfg.dynamics.history
         dev = m.device
         keys = [*self.cfg.image_keys, *self.cfg.vector_keys]
@@ -109,7 +117,11 @@ class Imaginer:
         ref = self.decode(z[:, -1]) if policy is not None and self.cfg.autoencoder.residual_decode else None
         obs = {key: np.asarray(context[key])[:, -1] for key in keys}  # what the policy sees next
         out_z, heads, unc, seen, taken = [], {"reward": [], "success": [], "done": []}, [], [], []
+        ended, completed = np.zeros(b, bool), True
         for t in range(steps):
+            if before_step is not None and not before_step(t):
+                completed = False
+                break
             if policy is None:
                 a_t = acts[:, t : t + 1]
             else:
@@ -136,8 +148,17 @@ class Imaginer:
                     self._anchor(frame, context, ref=ref)
                 obs = {key: v[:, 0] for key, v in frame.items()}
                 seen.append(obs)
+            if until_end:
+                h = self.cfg.heads
+                ended |= (hd["success"].float().cpu().numpy().reshape(b) > h.success_threshold) | (
+                    hd["done"].float().cpu().numpy().reshape(b) > h.done_threshold)
+                if ended.all():
+                    break
+        if not out_z:  # stopped before the first step
+            return self._empty(b, context, keys, completed)
         lat = torch.stack(out_z, dim=1)
         res = Rollout(lat, **{key: torch.stack(v, 1).cpu().numpy() for key, v in heads.items()})
+        res.completed = completed
         res.success_label = res.success > self.model.cfg.heads.success_threshold
         res.done_label = res.done > self.model.cfg.heads.done_threshold
         if uncertainty:
@@ -151,6 +172,16 @@ class Imaginer:
             if self.cfg.autoencoder.residual_decode:
                 self._anchor(res.frames, context, ref=self.decode(z[:, -1]))
         return res
+
+    def _empty(self, b: int, context: dict[str, np.ndarray], keys: list[str], completed: bool) -> Rollout:
+        c = self.cfg
+        none = np.zeros((b, 0))
+        return Rollout(
+            torch.zeros(b, 0, c.latent_channels, c.latent_grid, c.latent_grid), reward=none, success=none, done=none,
+            success_label=none.astype(bool), done_label=none.astype(bool),
+            actions=np.zeros((b, 0, c.action_dim), np.float32), completed=completed,
+            frames={key: np.asarray(context[key])[:, :0] for key in keys},
+        )
 
     def _anchor(self, frames: dict[str, np.ndarray], context: dict[str, np.ndarray], ref: dict) -> None:
         """Add the decoded change to the last real frame (`ref`: that frame's decode): the autoencoder's
