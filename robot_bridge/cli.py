@@ -86,6 +86,22 @@ def _stop_on_signals(name: str, supervisor_pid: int | None = None, stopping: str
     return stop
 
 
+def _human_settings(text: str | None, intervene: bool):
+    """`--human` as an InterventionConfig (None: the defaults); refused without --intervene or when invalid."""
+    if text is None:
+        return None
+    if not intervene:
+        raise typer.BadParameter("--human sets the simulated human, which only watches with --intervene")
+    from pydantic import ValidationError
+
+    from worldsample.sim.config import InterventionConfig
+
+    try:
+        return InterventionConfig.model_validate_json(text)
+    except ValidationError as e:
+        raise typer.BadParameter(f"--human: {e}") from None
+
+
 @friendly_errors
 def sim_robot(
     profile: ProfileOpt,
@@ -93,6 +109,9 @@ def sim_robot(
     loopback: LoopbackOpt = False,
     duration: DurationOpt = None,
     intervene: Annotated[bool, typer.Option(help="A simulated human takes over when the policy strays.")] = False,
+    human: Annotated[str | None, typer.Option(
+        help='The simulated human\'s settings as JSON (InterventionConfig), e.g. \'{"trigger": "stall"}\'; '
+        "needs --intervene.")] = None,
     seed: Annotated[int | None, typer.Option(help="Episode i starts from seed + i (default: the profile's).")] = None,
     wait_subscribers: Annotated[
         float, typer.Option(help="Wait up to this long for subscribers before publishing.")
@@ -107,10 +126,11 @@ def sim_robot(
     from robot_bridge.transport import make_transport
 
     prof = load_profile(profile, set_)
+    settings = _human_settings(human, intervene)
     stop = _stop_on_signals("sim-robot", supervisor_pid)
     stats = run_sim_robot(prof, make_transport("dds", domain_id, loopback, prof.msg_types), stop,
                           duration=duration, intervene=intervene, seed=seed, wait_subscribers=wait_subscribers,
-                          stats_out=stats_out)
+                          stats_out=stats_out, human=settings)
     console.print(f"sim-robot: {stats['resets']} resets, {stats['actions_received']} actions applied")
 
 

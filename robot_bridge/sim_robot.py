@@ -7,8 +7,8 @@ concurrently. Images are MuJoCo renders of each profile camera (`sim.images: ren
 default: the Meta-World camera `sim.cameras` maps it to, at the quality of `sim.render`, fast
 settings by default) or a synthetic pattern whose first row encodes the physics step
 (`synthetic`, cheaper still; tests check alignment with it). With `intervene=True` a simulated
-human (InterventionExpert) watches the received actions and publishes takeovers on the
-intervention topic.
+human (InterventionExpert, with the run's `intervention` settings when given) watches the
+received actions and publishes takeovers on the intervention topic.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def image_step(img: np.ndarray) -> int:
 
 
 class SimRobot:
-    def __init__(self, profile: RobotProfile, transport: Transport, intervene: bool = False, seed: int | None = None):
+    def __init__(self, profile: RobotProfile, transport: Transport, intervene: bool = False, seed: int | None = None,
+                 human=None):
         from worldsample.sim import InterventionExpert, SimArmConfig, make_env
 
         self.p, self.t = profile, transport
@@ -66,7 +67,7 @@ class SimRobot:
             image_size=cams[0].height if render and cams else 64, render=profile.sim.render,
             max_episode_steps=profile.episode.max_steps + 50,
         ))
-        self._human = InterventionExpert(self.env) if intervene else None
+        self._human = InterventionExpert(self.env, human) if intervene else None  # human: InterventionConfig
         self.seed = profile.sim.seed if seed is None else seed
         self._rng = np.random.default_rng(self.seed)
         self._bases = {c.name: self._pattern(c, i) for i, c in enumerate(cams)}
@@ -239,14 +240,14 @@ class SimRobot:
 
 def run_sim_robot(profile: RobotProfile, transport: Transport, stop, duration: float | None = None,
                   intervene: bool = False, seed: int | None = None, wait_subscribers: float = 0.0,
-                  stats_out=None, status_line: bool = True) -> dict:
+                  stats_out=None, status_line: bool = True, human=None) -> dict:
     """The `sim-robot` command: run until `stop` is set or `duration` passes."""
     import threading
     from pathlib import Path
 
     from robot_bridge.console import StatusLine
 
-    robot = SimRobot(profile, transport, intervene=intervene, seed=seed)
+    robot = SimRobot(profile, transport, intervene=intervene, seed=seed, human=human)
     deadline = time.monotonic() + wait_subscribers
     topics = [s.topic for s in profile.streams]
     while time.monotonic() < deadline and not all(transport.matched_subscribers(t) for t in topics):

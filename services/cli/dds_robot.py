@@ -37,6 +37,11 @@ def profile_overrides(cfg: RunConfig) -> list[str]:
     return sets
 
 
+def sim_robot_args(cfg: RunConfig) -> list[str]:
+    """sim-robot's own options: the run's simulated human (settings included) when interventions are on."""
+    return ["--intervene", "--human", cfg.intervention.model_dump_json()] if cfg.loop.interventions else []
+
+
 class SimRobotOverDds:
     """Context manager: start sim-robot and bridge on a private DDS domain; stop them on exit
     (SIGTERM first, so the bridge closes its episode cleanly; SIGKILL after `grace_s`). Both get
@@ -71,7 +76,7 @@ class SimRobotOverDds:
 
     def __enter__(self) -> SimRobotOverDds:
         self._start("bridge", ["--run", str(self.run)])
-        self._start("sim-robot", ["--intervene"] if self.cfg.loop.interventions else [])
+        self._start("sim-robot", sim_robot_args(self.cfg))
         return self
 
     def check(self) -> None:

@@ -3,6 +3,7 @@
 import time
 
 import numpy as np
+import pytest
 
 from tests.bridge.helpers import Rig, publish_policy, small_profile
 from worldsample.store import EpisodeStore
@@ -89,3 +90,42 @@ def test_simulated_human_takeovers_are_flagged(tmp_path):
     assert not ep["intervention"].all()  # the policy drove too
     # flagged steps carry the human's (limited) action, not the policy's
     assert np.abs(ep["action"][ep["intervention"]]).max() <= 1.0
+
+
+def test_the_simulated_human_takes_the_settings_it_is_given(tmp_path):
+    """--human reaches the sim-robot's human: a stall trigger patient for longer than the episode never
+    takes over the saturated random policy that the default human takes over above."""
+    run = tmp_path / "run"
+    publish_policy(run, seed=3, scale=3.0)
+    profile = small_profile(tmp_path, **{"episode.max_steps": 40})
+    patient = '{"trigger": "stall", "stall_steps": 1000}'
+    with Rig(tmp_path, profile, run, sim_args=["--intervene", "--human", patient]) as rig:
+        rig.op.wait_ready()
+        assert rig.op.record_episode(40)["episodes"]["committed"] == 1
+    assert EpisodeStore(run).reader("real").episode_records()[0].interventions == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--intervene", "--human", '{"trigger": "mood"}'], "trigger"),
+    (["--intervene", "--human", "{not json"], "--human"),
+    (["--human", '{"trigger": "stall"}'], "--intervene"),
+])
+def test_bad_human_settings_are_refused(tmp_path, args, message):
+    from typer.testing import CliRunner
+
+    from robot_bridge.cli import app
+
+    res = CliRunner().invoke(app, ["sim-robot", "--profile", str(small_profile(tmp_path)), "--duration", "1", *args])
+    assert res.exit_code != 0 and message in res.output
+
+
+def test_the_main_jobs_human_settings_reach_the_sim_robot():
+    from services.cli.dds_robot import sim_robot_args
+    from worldsample.config import load_config
+    from worldsample.sim.config import InterventionConfig
+
+    cfg = load_config(None, ["intervention.trigger=stall", "intervention.stall_steps=12"])
+    args = sim_robot_args(cfg)
+    assert args[0] == "--intervene"
+    assert InterventionConfig.model_validate_json(args[args.index("--human") + 1]) == cfg.intervention
+    assert sim_robot_args(load_config(None, ["loop.interventions=false"])) == []

@@ -52,6 +52,9 @@ def test_invalid_sim_arm_config_names_the_field(data, field, message):
         (InterventionConfig, {"deviation_threshold": 0.0}, "deviation_threshold"),
         (InterventionConfig, {"patience_steps": -1}, "patience_steps"),
         (InterventionConfig, {"takeover_steps": 0}, "takeover_steps"),
+        (InterventionConfig, {"trigger": "mood"}, "trigger"),
+        (InterventionConfig, {"stall_steps": 0}, "stall_steps"),
+        (InterventionConfig, {"stall_progress": 0.0}, "stall_progress"),
         (RandomizationConfig, {"friction_scale": (1.0,)}, "friction_scale"),
     ],
 )

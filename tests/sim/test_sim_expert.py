@@ -1,4 +1,5 @@
-"""The scripted expert solves push-v3; the simulated human intervenes only when a policy strays."""
+"""The scripted expert solves push-v3; the simulated human intervenes only when a policy strays
+(from the expert's motion, or, with the stall trigger, from progress towards the goal)."""
 
 import numpy as np
 import pytest
@@ -107,3 +108,49 @@ def test_bad_policies_get_taken_over(env, kind):
     run_episode(env, 2, choose)
     assert sum(flags) >= 10
     assert not any(flags[:3])  # the first deviations are tolerated (patience)
+
+
+def shaky_expert(human: InterventionExpert, std: float = 0.5, seed: int = 1):
+    """The expert's motion with Gaussian noise on x, y, z: an exploring policy that still gets there."""
+    rng = np.random.default_rng(seed)
+
+    def act():
+        return np.clip(human.expert.nominal_action() + np.r_[rng.normal(0.0, std, 3), 0.0], -1, 1).astype(np.float32)
+    return act
+
+
+@pytest.mark.parametrize("trigger", ["deviation", "stall"])
+def test_only_the_stall_trigger_lets_a_shaky_policy_that_progresses_act(env, trigger):
+    human = InterventionExpert(env, InterventionConfig(trigger=trigger), seed=0)
+    policy = shaky_expert(human)
+    flags = []
+
+    def choose():
+        action, intervened = human.filter(policy())
+        flags.append(intervened)
+        return action
+
+    human.reset()
+    success, _ = run_episode(env, 1, choose)
+    if trigger == "stall":
+        assert success and not any(flags)  # it gets there on its own: nobody takes over
+    else:
+        assert sum(flags) >= 20  # its noisy motion often differs from the expert's by more than the threshold
+
+
+def test_the_stall_trigger_takes_over_an_arm_that_holds_still(env):
+    """No progress: stall_steps tolerated steps, then takeover_steps expert steps, then the policy again."""
+    cfg = InterventionConfig(trigger="stall", stall_steps=5, takeover_steps=4)
+    human = InterventionExpert(env, cfg, seed=0)
+    env.reset(seed=0)
+    human.reset()
+    hold = np.zeros(4, np.float32)
+    flags = []
+    for _ in range(16):
+        action, intervened = human.filter(hold)
+        np.testing.assert_array_equal(action, human.expert.nominal_action() if intervened else hold)
+        flags.append(intervened)
+        env.step(action)
+    # The first call sets the progress mark; five stalled steps are tolerated, the sixth is taken over.
+    assert flags[:10] == [False] * 6 + [True] * 4
+    assert flags[10:] == [False] * 5 + [True]  # handed back with a fresh count: 5 more stalls, then again

@@ -95,15 +95,33 @@ class ExpertConfig(_Strict):
 class InterventionConfig(_Strict):
     """A simulated human who watches a policy and takes the controls when it strays.
 
-    Deviation of one step is the Euclidean distance between the policy's and the expert's
-    end-effector motion (action[:3], both clipped to [-1, 1]; so it lies in [0, 2*sqrt(3)]).
-    The gripper command is ignored because the expert leaves it open most of the time.
+    `trigger: deviation` (default) judges the motion: a step deviates when the Euclidean distance
+    between the policy's and the expert's end-effector motion (action[:3], both clipped to [-1, 1];
+    so it lies in [0, 2*sqrt(3)]) exceeds `deviation_threshold`. The gripper command is ignored
+    because the expert leaves it open most of the time. A policy that wins by another path than
+    the scripted one still deviates (bench/exploration.py counts how often).
+
+    `trigger: stall` judges the outcome, as a person watching the arm would: a step stalls when
+    the distance still to go (hand to the task's object plus object to the goal, from the
+    noise-free state) is not at least `stall_progress` below the last distance that counted as
+    progress (the episode's start, at first); after `stall_steps` stalled steps in a row the human
+    takes over. With either trigger a takeover lasts `takeover_steps` steps.
     """
 
+    trigger: Literal["deviation", "stall"] = Field(
+        "deviation", description="deviation: the policy's motion differs from the expert's; stall: no progress"
+    )
     deviation_threshold: float = Field(
         0.5, gt=0.0, description="a step deviates when |policy xyz - expert xyz| exceeds this"
     )
+    stall_progress: float = Field(
+        0.005, gt=0.0, description="trigger=stall: metres the distance to go must fall to count as progress"
+    )
+    stall_steps: int = Field(
+        30, ge=1, description="trigger=stall: steps without progress tolerated before a takeover"
+    )
     patience_steps: int = Field(
-        3, ge=0, description="consecutive deviating steps tolerated; the next one starts a takeover (0 = at once)"
+        3, ge=0, description="trigger=deviation: consecutive deviating steps tolerated; the next one starts a "
+        "takeover (0 = at once)"
     )
     takeover_steps: int = Field(10, ge=1, description="steps the expert drives once it has taken over")

@@ -40,12 +40,13 @@ class ScriptedExpert:
 
 
 class InterventionExpert:
-    """Simulated human supervisor (see `InterventionConfig` for the deviation measure).
+    """Simulated human supervisor (see `InterventionConfig` for the two triggers).
 
     Call `reset()` after every env reset and `filter(policy_action)` before every step. The human
-    lets the policy act while it agrees with the expert and tolerates `patience_steps` consecutive
-    deviating steps; at the next one the expert drives for `takeover_steps` steps (starting with
-    that step), then hands control back with a fresh patience count.
+    lets the policy act while it agrees with the expert (trigger `deviation`) or makes progress
+    (trigger `stall`) and tolerates `patience_steps` (or `stall_steps`) consecutive straying steps;
+    at the next one the expert drives for `takeover_steps` steps (starting with that step), then
+    hands control back with a fresh count.
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class InterventionExpert:
         seed: int | None = None,
     ) -> None:
         self.cfg = cfg or InterventionConfig()
+        self._env = env.unwrapped
         self.expert = ScriptedExpert(env, expert_cfg, seed=seed)
         self.last_deviation = 0.0
         self.reset()
@@ -68,6 +70,21 @@ class InterventionExpert:
     def reset(self) -> None:
         self._streak = 0
         self._takeover_left = 0
+        self._progress_mark = float("inf")  # distance to go when progress last counted
+
+    def to_go(self) -> float:
+        """Distance still to go (m): hand to the task's object plus object to the goal, noise-free."""
+        s = self._env.expert_state()
+        hand, obj, goal = s[0:3], s[4:7], s[-3:]
+        return float(np.linalg.norm(hand - obj) + np.linalg.norm(obj - goal))
+
+    def _stalled(self) -> bool:
+        """Whether the arm is no closer to done than at the last progress (updates the mark)."""
+        to_go = self.to_go()
+        if to_go < self._progress_mark - self.cfg.stall_progress:
+            self._progress_mark = to_go
+            return False
+        return True
 
     def filter(self, policy_action: np.ndarray) -> tuple[np.ndarray, bool]:
         """The action to execute this step and whether the expert chose it."""
@@ -75,11 +92,13 @@ class InterventionExpert:
         # Judged against the noise-free expert, so the expert's own noise never counts as straying.
         reference = self.expert.nominal_action()
         self.last_deviation = float(np.linalg.norm(policy_action[:3] - reference[:3]))
+        stall = self.cfg.trigger == "stall"
+        stalled = self._stalled() if stall else False  # the mark also follows the expert's progress
 
         if self._takeover_left == 0:
-            deviates = self.last_deviation > self.cfg.deviation_threshold
-            self._streak = self._streak + 1 if deviates else 0
-            if self._streak <= self.cfg.patience_steps:
+            strays = stalled if stall else self.last_deviation > self.cfg.deviation_threshold
+            self._streak = self._streak + 1 if strays else 0
+            if self._streak <= (self.cfg.stall_steps if stall else self.cfg.patience_steps):
                 return policy_action, False
             self._streak = 0
             self._takeover_left = self.cfg.takeover_steps
