@@ -3,6 +3,7 @@ against the same policy sampling its actions (what collects the online data), ea
 the simulated human.
 
     MUJOCO_GL=egl .venv/bin/python bench/exploration.py RUN [RUN ...] [--version N] [--episodes 20]
+        [--trigger deviation|stall]
 
 For each run (the arm and the simulated human from RUN/config.yaml, the latest policy or
 `--version`), on the held-out evaluation starts: success rate alone and with the human filtering
@@ -10,7 +11,10 @@ the actions, the human's share of the steps, and the per-step deviation from the
 (median, and the share of steps above the human's threshold). The last line of each run is the
 exploring / deterministic ratio of the human's share: how much of the human's work the sampling
 noise makes. The policy's entropy and per-coordinate spread are printed too (pre-tanh standard
-deviation at the states the deterministic policy visits).
+deviation at the states the deterministic policy visits). With the human only watching, the
+"false alarms" column counts the episodes the policy won alone on which the human would have
+taken over: a human who judges the outcome should leave those alone. `--trigger` replaces the
+run's trigger (InterventionConfig: `deviation` judges the motion, `stall` the progress).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ def rollouts(env, actor, cfg, episodes: int, explore: bool, human: bool, seed: i
     rng = np.random.default_rng(seed)
     watcher = InterventionExpert(env, cfg.intervention, seed=seed)
     dev: list[float] = []
+    alarms: list[bool] = []  # per episode: did the human take over (or, watching, would it have)
     driven = 0
 
     def act(obs):
@@ -44,15 +49,22 @@ def rollouts(env, actor, cfg, episodes: int, explore: bool, human: bool, seed: i
         action = actor.act(obs, explore=explore, rng=rng)
         filtered, took = watcher.filter(action)  # also measures the deviation when it only watches
         dev.append(watcher.last_deviation)
+        alarms[-1] |= took
         if human:
             action, driven = filtered, driven + took
         return action
 
-    eps = run_episodes(env, act, [eval_seed0() + i for i in range(episodes)], on_reset=lambda _: watcher.reset())
+    def on_reset(_):
+        watcher.reset()
+        alarms.append(False)
+
+    eps = run_episodes(env, act, [eval_seed0() + i for i in range(episodes)], on_reset=on_reset)
     steps = sum(e["length"] for e in eps)
     d = np.asarray(dev)
+    won = [a for a, e in zip(alarms, eps, strict=True) if e["success"]]
     return {"success": sum(e["success"] for e in eps) / episodes, "human": driven / steps, "steps": steps,
-            "dev_p50": float(np.median(d)), "dev_over": float((d > cfg.intervention.deviation_threshold).mean())}
+            "dev_p50": float(np.median(d)), "dev_over": float((d > cfg.intervention.deviation_threshold).mean()),
+            "false_alarms": (sum(won), len(won))}
 
 
 def spread(env, actor, episodes: int) -> tuple[np.ndarray, float]:
@@ -81,12 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--version", type=int, default=None, help="policy version (default: the latest)")
     ap.add_argument("--episodes", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--trigger", choices=["deviation", "stall"], default=None,
+                    help="the simulated human's trigger (default: the run's)")
     args = ap.parse_args(argv)
     from worldsample.sim import make_env
 
     console = Console(width=160)
     for run in args.runs:
         cfg = load_run_config(run)
+        if args.trigger is not None:
+            cfg.intervention.trigger = args.trigger
         actor = load_actor(run, args.version)
         env = make_env(cfg.env.model_copy(update={"cameras": []}))
         try:
@@ -95,13 +111,16 @@ def main(argv: list[str] | None = None) -> int:
             std, ent = spread(env, actor, min(args.episodes, 10))
         finally:
             env.close()
-        t = Table(title=f"{run} policy v{actor.version}: {args.episodes} held-out starts")
+        t = Table(title=f"{run} policy v{actor.version}: {args.episodes} held-out starts, "
+                        f"human trigger {cfg.intervention.trigger}")
         for col in ("actions", "human", "success", "human's share of steps", "deviation p50",
-                    f"steps over {cfg.intervention.deviation_threshold}"):
+                    f"steps over {cfg.intervention.deviation_threshold}", "false alarms (won alone)"):
             t.add_column(col)
         for (e, h), r in rows.items():
+            alarms, won = r["false_alarms"]
             t.add_row("sampled" if e else "mean", "on" if h else "watching", f"{r['success']:.0%}",
-                      f"{r['human']:.0%}" if h else "-", f"{r['dev_p50']:.2f}", f"{r['dev_over']:.0%}")
+                      f"{r['human']:.0%}" if h else "-", f"{r['dev_p50']:.2f}", f"{r['dev_over']:.0%}",
+                      "-" if h else f"{alarms} of {won}")
         console.print(t)
         per_coord = [round(float(s), 3) for s in std]
         console.print(f"entropy {ent:.2f} nats; pre-tanh std per coordinate (median) {per_coord}")
