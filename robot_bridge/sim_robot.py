@@ -20,6 +20,7 @@ import queue
 import time
 from collections import Counter, deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from robot_bridge.codec import Bool, Header, Image, JointState, String, Time, de
 from robot_bridge.errors import DecodeError, MessageRejected, ProfileError
 from robot_bridge.profile import RobotProfile
 from robot_bridge.transport.base import RELIABLE_QOS, SENSOR_QOS, Transport
+
+if TYPE_CHECKING:
+    from worldsample.sim.config import InterventionConfig
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +49,7 @@ def image_step(img: np.ndarray) -> int:
 
 class SimRobot:
     def __init__(self, profile: RobotProfile, transport: Transport, intervene: bool = False, seed: int | None = None,
-                 human=None):
+                 human: InterventionConfig | None = None):
         from worldsample.sim import InterventionExpert, SimArmConfig, make_env
 
         self.p, self.t = profile, transport
@@ -67,7 +71,7 @@ class SimRobot:
             image_size=cams[0].height if render and cams else 64, render=profile.sim.render,
             max_episode_steps=profile.episode.max_steps + 50,
         ))
-        self._human = InterventionExpert(self.env, human) if intervene else None  # human: InterventionConfig
+        self._human = InterventionExpert(self.env, human) if intervene else None
         self.seed = profile.sim.seed if seed is None else seed
         self._rng = np.random.default_rng(self.seed)
         self._bases = {c.name: self._pattern(c, i) for i, c in enumerate(cams)}
@@ -240,7 +244,7 @@ class SimRobot:
 
 def run_sim_robot(profile: RobotProfile, transport: Transport, stop, duration: float | None = None,
                   intervene: bool = False, seed: int | None = None, wait_subscribers: float = 0.0,
-                  stats_out=None, status_line: bool = True, human=None) -> dict:
+                  stats_out=None, status_line: bool = True, human: InterventionConfig | None = None) -> dict:
     """The `sim-robot` command: run until `stop` is set or `duration` passes."""
     import threading
     from pathlib import Path

@@ -105,7 +105,10 @@ class InterventionConfig(_Strict):
     the distance still to go (hand to the task's object plus object to the goal, from the
     noise-free state) is not at least `stall_progress` below the last distance that counted as
     progress (the episode's start, at first); after `stall_steps` stalled steps in a row the human
-    takes over. With either trigger a takeover lasts `takeover_steps` steps.
+    takes over. The distance is made for tasks that move an object to a goal (push, pick-place,
+    slide); where the goal is for the hand alone (reach) it does not measure progress.
+
+    With either trigger a takeover lasts `takeover_steps` steps.
     """
 
     trigger: Literal["deviation", "stall"] = Field(
