@@ -28,10 +28,10 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worldsample.evaluation.policies import run_env_config  # noqa: E402
+from worldsample.sim.env import HAND, OBJECT  # noqa: E402
 from worldsample.store import EpisodeStore  # noqa: E402
 from worldsample.synth.sim_replay import SimReplay  # noqa: E402
 
-HAND, OBJECT = slice(0, 3), slice(4, 7)  # Meta-World's 39-dim state: hand xyz, gripper, object xyz, ...
 STEPS = (1, 5, 10)
 MOVED_MM = 5.0  # an object this far from where the branch started has been pushed
 

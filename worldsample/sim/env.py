@@ -24,6 +24,8 @@ from worldsample.sim.tasks import task_env_class
 __all__ = ["ENV_ID", "SimArmEnv", "make_env"]
 
 STATE_DIM = 39  # Meta-World: hand xyz, gripper, object pose padded to 14, previous frame, goal xyz
+# Where the 39-dim state keeps the hand, the (first) object and the goal positions.
+HAND, OBJECT, GOAL = slice(0, 3), slice(4, 7), slice(36, 39)
 PROPRIO_DIM = 4  # hand xyz + gripper opening, the first four entries of the state
 
 

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from worldsample.sim.config import ExpertConfig, InterventionConfig
+from worldsample.sim.env import GOAL, HAND, OBJECT
 from worldsample.sim.tasks import expert_policy_class
 
 
@@ -75,8 +76,7 @@ class InterventionExpert:
     def to_go(self) -> float:
         """Distance still to go (m): hand to the task's object plus object to the goal, noise-free."""
         s = self._env.expert_state()
-        hand, obj, goal = s[0:3], s[4:7], s[-3:]
-        return float(np.linalg.norm(hand - obj) + np.linalg.norm(obj - goal))
+        return float(np.linalg.norm(s[HAND] - s[OBJECT]) + np.linalg.norm(s[OBJECT] - s[GOAL]))
 
     def _stalled(self) -> bool:
         """Whether the arm is no closer to done than at the last progress (updates the mark)."""
@@ -92,13 +92,14 @@ class InterventionExpert:
         # Judged against the noise-free expert, so the expert's own noise never counts as straying.
         reference = self.expert.nominal_action()
         self.last_deviation = float(np.linalg.norm(policy_action[:3] - reference[:3]))
-        stall = self.cfg.trigger == "stall"
-        stalled = self._stalled() if stall else False  # the mark also follows the expert's progress
+        if self.cfg.trigger == "stall":  # checked during takeovers too: the mark follows the expert's progress
+            strays, tolerated = self._stalled(), self.cfg.stall_steps
+        else:
+            strays, tolerated = self.last_deviation > self.cfg.deviation_threshold, self.cfg.patience_steps
 
         if self._takeover_left == 0:
-            strays = stalled if stall else self.last_deviation > self.cfg.deviation_threshold
             self._streak = self._streak + 1 if strays else 0
-            if self._streak <= (self.cfg.stall_steps if stall else self.cfg.patience_steps):
+            if self._streak <= tolerated:
                 return policy_action, False
             self._streak = 0
             self._takeover_left = self.cfg.takeover_steps
