@@ -10,6 +10,7 @@ episode length, cameras, exploration) through the profile's own `--set` override
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -25,16 +26,39 @@ from worldsample.paths import RunFiles
 DEFAULT_PROFILE = Path("configs/robot_profiles/sim_arm.yaml")
 
 
-def profile_overrides(cfg: RunConfig) -> list[str]:
+def profile_overrides(cfg: RunConfig, profile: Path = DEFAULT_PROFILE) -> list[str]:
     sets = [f"sim.task={cfg.env.task}", f"sim.seed={cfg.loop.seed}", f"episode.max_steps={cfg.env.max_episode_steps}",
             f"episode.end_on_success={str(cfg.env.terminate_on_success).lower()}",
             "episode.auto_start=true", f"episode.explore={str(cfg.loop.explore).lower()}"]
-    if not cfg.env.cameras:
-        sets.append("cameras=[]")  # state-only runs: no camera streams to record
+    sets += camera_overrides(cfg, profile)
     # the simulated arm renders its cameras with the run's render settings
     sets += [f"sim.render.{k}={str(v).lower() if isinstance(v, bool) else v}"
              for k, v in cfg.env.render.model_dump().items()]
     return sets
+
+
+def camera_overrides(cfg: RunConfig, profile: Path = DEFAULT_PROFILE) -> list[str]:
+    """The run's cameras (`env.cameras`, square at `env.image_size`) as the profile's camera streams.
+
+    Nothing when the profile already has exactly those cameras at that size; `cameras=[]` for a
+    state-only run; otherwise one stream per run camera on `/cam/<name>/image_raw`, its type, rate
+    and QoS taken from the profile's first camera (the simulated arm renders each one as the
+    Meta-World camera of that name)."""
+    if not cfg.env.cameras:
+        return ["cameras=[]"]  # state-only runs: no camera streams to record
+    from robot_bridge.profile import load_profile
+
+    cams = load_profile(profile).cameras
+    size = cfg.env.image_size
+    if [c.name for c in cams] == cfg.env.cameras and all(c.height == c.width == size and c.native is None
+                                                         for c in cams):
+        return []
+    if not cams:
+        raise ConfigError(f"robot profile {profile} has no camera to model the run's cameras {cfg.env.cameras} on")
+    template = cams[0].model_dump(mode="json", exclude={"name", "topic", "height", "width", "native", "crop"})
+    streams = [{**template, "name": c, "topic": f"/cam/{c}/image_raw", "height": size, "width": size}
+               for c in cfg.env.cameras]
+    return ["cameras=" + json.dumps(streams)]
 
 
 def sim_robot_args(cfg: RunConfig) -> list[str]:
@@ -65,7 +89,7 @@ class SimRobotOverDds:
         self.procs: dict[str, subprocess.Popen] = {}
 
     def _start(self, name: str, args: list[str]) -> None:
-        sets = [x for s in profile_overrides(self.cfg) for x in ("--set", s)]
+        sets = [x for s in profile_overrides(self.cfg, self.profile) for x in ("--set", s)]
         cmd = [sys.executable, "-m", "robot_bridge", name, "--profile", str(self.profile), "--loopback",
                "--domain-id", str(self.domain_id), "--supervisor-pid", str(os.getpid()), *args, *sets]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}

@@ -117,3 +117,30 @@ def test_the_main_jobs_render_settings_reach_the_simulated_arm():
     cfg = load_config(None, ["env.render.shadows=true", "env.render.multisample=4"])
     sim = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).sim
     assert sim.render == cfg.env.render and sim.render.shadows and sim.render.multisample == 4
+
+
+def test_the_main_jobs_cameras_reach_the_simulated_arm_and_the_bridge():
+    """The run's cameras and frame size become the profile's camera streams: the image profile's
+    corner4 + gripperPOV (before, the main job recorded the profile's own `corner` whatever the run
+    asked for, and the image profile's first update stopped on the missing cameras)."""
+    from services.cli.dds_robot import DEFAULT_PROFILE, profile_overrides
+    from worldsample.config import load_config
+
+    shipped = load_profile(DEFAULT_PROFILE).cameras
+    cfg = load_config(None, [])  # the embedded default asks for what the profile has: left as it is
+    assert [c.name for c in shipped] == cfg.env.cameras
+    assert load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).cameras == shipped
+
+    cfg = load_config(None, ["env.cameras=[corner4,gripperPOV]", "env.image_size=48"])
+    cams = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).cameras
+    assert [(c.name, c.height, c.width) for c in cams] == [("corner4", 48, 48), ("gripperPOV", 48, 48)]
+    assert len({c.topic for c in cams}) == 2 and all(c.type == shipped[0].type and c.rate_hz == shipped[0].rate_hz
+                                                     for c in cams)
+    robot = SimRobot(load_profile(DEFAULT_PROFILE, profile_overrides(cfg)), DdsTransport(new_domain(), LOOPBACK_XML))
+    try:  # what the simulated arm renders for them: the Meta-World cameras of those names, at that size
+        assert robot.obs["image_corner4"].shape == robot.obs["image_gripperPOV"].shape == (48, 48, 3)
+    finally:
+        robot.close()
+
+    cfg = load_config(None, ["env.cameras=[]"])
+    assert load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).cameras == []
