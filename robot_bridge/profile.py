@@ -220,6 +220,13 @@ class EpisodeSpec(_Strict):
             "start the next episode as soon as one ends (unattended online RL); the first waits for an exported policy"
         ),
     )
+    auto_start_steps: int | None = Field(
+        None, ge=1,
+        description=(
+            "with auto_start: start no new episode once the group holds this many committed steps (the run's "
+            "real-step budget; `worldsample run` sets it to loop.real_steps); null: no limit"
+        ),
+    )
     fault_recover_s: float | None = Field(
         3.0, gt=0,
         description=(

@@ -61,6 +61,7 @@ class Controller(TopicInputs):
         self._home_err = float("inf")
         self.fault: str | None = None
         self._fresh_since: int | None = None  # faulted: since when every required stream is fresh again
+        self._budget_logged = False
         self.recoveries = 0  # faults ended by fresh streams (auto_start), not by the operator
         self.last_outcome: str | None = None
         self.refused: deque[str] = deque(maxlen=5)
@@ -107,6 +108,7 @@ class Controller(TopicInputs):
             and (self.sm.state != State.FAULTED or self._recovered(now))
             and not self._stale(now)
             and self._have_policy(now)
+            and not self._budget_spent()
         ):
             self._command({"cmd": "start"}, now)
         state = self.sm.state
@@ -136,6 +138,22 @@ class Controller(TopicInputs):
         self._fresh_since = None
         self.recoveries += 1
         return True
+
+    def _budget_spent(self) -> bool:
+        """Unattended episodes stop once the group holds `episode.auto_start_steps` committed steps
+        (the run's real-step budget: real robot time is the scarce thing). Until the recorder has
+        settled the last episode the count is not known, so the next start waits for it."""
+        limit = self.p.episode.auto_start_steps
+        if limit is None:
+            return False
+        if not self.recorder.settled:
+            return True
+        spent = self.recorder.group_steps >= limit
+        if spent and not self._budget_logged:
+            self._budget_logged = True
+            log.info("step budget reached: %d committed steps in %s (auto_start_steps %d); no new episodes start "
+                     "on their own", self.recorder.group_steps, self.p.episode.group, limit)
+        return spent
 
     def _have_policy(self, now: int) -> bool:
         """Unattended episodes wait for the first exported policy (looked for once a second):

@@ -41,6 +41,9 @@ class Recorder:
         store.ensure_group(group, schema)
         self._writer = store.writer(group)
         self.stats = RecorderStats()
+        # committed steps of the whole group, earlier runs' included (the run's real-step budget counts them)
+        self.group_steps = sum(r.length for r in self._writer.records)
+        self._ends_asked = self._ends_done = 0
         self._on_result = on_result
         self._q: queue.Queue = queue.Queue()
         self.backlog_max = 0  # most steps ever waiting: > a few means the store cannot keep up
@@ -77,7 +80,13 @@ class Recorder:
         self.backlog_max = max(self.backlog_max, self._q.qsize())
 
     def end(self, commit: bool, meta: dict) -> None:
+        self._ends_asked += 1
         self._q.put(("end", (commit, meta)))
+
+    @property
+    def settled(self) -> bool:
+        """Every episode handed over has been committed or discarded: `group_steps` is exact."""
+        return self._ends_done == self._ends_asked
 
     def close(self, timeout: float = 30.0) -> None:
         """Finish queued work; an episode still open is discarded."""
@@ -99,6 +108,9 @@ class Recorder:
             except Exception:  # the recorder must outlive one bad episode
                 log.exception("recorder failed on %s", op)
                 self._spoiled = True
+            finally:
+                if op == "end":
+                    self._ends_done += 1
 
     def _do_begin(self, _) -> None:
         if self._ep is not None:
@@ -141,6 +153,7 @@ class Recorder:
         else:
             ep.discard()
         if rec is not None:
+            self.group_steps += rec.length
             self.stats.committed += 1
             self.stats.last_episode = rec.episode
         elif self._spoiled:

@@ -70,6 +70,33 @@ def test_unattended_episodes_wait_for_the_first_policy(tmp_path):
         rig.op.wait(lambda s: StatusFile(run).read().robot.policy_version == 1, 10, "the policy version in status.json")
 
 
+def test_unattended_episodes_stop_at_the_step_budget(tmp_path):
+    """With `episode.auto_start_steps` the bridge starts no episode once the group holds that many
+    committed steps, counting what earlier runs stored (the main job's real-step budget: before, the
+    arm went on collecting while the learner caught up, 6,328 real steps for a budget of 4,000)."""
+    from tests.bridge.helpers import publish_policy
+    from worldsample.store import EpisodeStore
+
+    run = tmp_path / "run"
+    publish_policy(run, seed=3, scale=0.1)
+
+    def steps() -> list[int]:
+        return [r.length for r in EpisodeStore(run).reader("real").episode_records()]
+
+    for budget in (12, 20):
+        profile = small_profile(tmp_path, **{"episode.max_steps": 8, "episode.auto_start": True,
+                                             "episode.auto_start_steps": budget, "action.max_delta": 10.0})
+        before = sum(steps()) if budget == 20 else 0  # the first run's steps
+        with Rig(tmp_path, profile, run) as rig:
+            rig.op.wait(lambda s, b=budget: s["episodes"]["committed"] >= 1 and sum(steps()) >= b, 60,
+                        f"{budget} committed steps")
+            time.sleep(2.0)  # time for several more 8-step episodes: none starts
+            st = rig.op.status
+            assert st["state"] in ("idle", "ended"), st
+        got = sum(steps())
+        assert budget <= got < budget + 8 and got > before, (budget, before, steps())
+
+
 def test_unattended_episodes_start_again_after_a_stalled_sensor(tmp_path):
     """The simulated arm stalls (SIGSTOP) long enough for its streams to go stale: the bridge faults,
     holds the arm, and with auto_start starts again once every stream has been fresh for

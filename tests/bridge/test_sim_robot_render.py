@@ -144,3 +144,13 @@ def test_the_main_jobs_cameras_reach_the_simulated_arm_and_the_bridge():
 
     cfg = load_config(None, ["env.cameras=[]"])
     assert load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).cameras == []
+
+
+def test_the_main_jobs_real_step_budget_reaches_the_bridge():
+    from services.cli.dds_robot import DEFAULT_PROFILE, profile_overrides
+    from worldsample.config import load_config
+
+    cfg = load_config(None, ["loop.real_steps=1234"])
+    episode = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).episode
+    assert episode.auto_start and episode.auto_start_steps == 1234
+    assert load_profile(DEFAULT_PROFILE).episode.auto_start_steps is None  # a profile alone sets no budget
