@@ -5,7 +5,7 @@ speak DDS on loopback, exactly as they would with a physical arm, plus their shu
     bridge     records episodes into RUN's store and drives the arm with RUN's latest policy.
 
 The robot profile is configs/robot_profiles/sim_arm.yaml, adjusted to the run's config (task,
-episode length, cameras, exploration) through the profile's own `--set` overrides.
+episode length, cameras, exploration, the real-step budget) through the profile's own `--set` overrides.
 """
 
 from __future__ import annotations
