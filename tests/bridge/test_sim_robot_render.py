@@ -83,6 +83,7 @@ def test_each_camera_publishes_the_render_of_its_meta_world_camera(tmp_path):
         wait(lambda n=n: all(len(v) > n[k] for k, v in frames.items()), 10, "the frames")
         received.append({k: v[-1] for k, v in frames.items()})
     robot.close()
+    robot.t.close()
     test.close()
 
     # the same episode in the env: reset with the robot's seed, one step holding still, then the pushes
@@ -136,11 +137,13 @@ def test_the_main_jobs_cameras_reach_the_simulated_arm_and_the_bridge():
     assert [(c.name, c.height, c.width) for c in cams] == [("corner4", 48, 48), ("gripperPOV", 48, 48)]
     assert len({c.topic for c in cams}) == 2 and all(c.type == shipped[0].type and c.rate_hz == shipped[0].rate_hz
                                                      for c in cams)
-    robot = SimRobot(load_profile(DEFAULT_PROFILE, profile_overrides(cfg)), DdsTransport(new_domain(), LOOPBACK_XML))
+    transport = DdsTransport(new_domain(), LOOPBACK_XML)
+    robot = SimRobot(load_profile(DEFAULT_PROFILE, profile_overrides(cfg)), transport)
     try:  # what the simulated arm renders for them: the Meta-World cameras of those names, at that size
         assert robot.obs["image_corner4"].shape == robot.obs["image_gripperPOV"].shape == (48, 48, 3)
     finally:
         robot.close()
+        transport.close()  # no DDS participant outlives the test
 
     cfg = load_config(None, ["env.cameras=[]"])
     assert load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).cameras == []
