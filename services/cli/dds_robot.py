@@ -89,8 +89,7 @@ class SimRobotOverDds:
         self.grace_s = grace_s
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def _start(self, name: str, args: list[str]) -> None:
-        sets = [x for s in profile_overrides(self.cfg, self.profile) for x in ("--set", s)]
+    def _start(self, name: str, args: list[str], sets: list[str]) -> None:
         cmd = [sys.executable, "-m", "robot_bridge", name, "--profile", str(self.profile), "--loopback",
                "--domain-id", str(self.domain_id), "--supervisor-pid", str(os.getpid()), *args, *sets]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
@@ -100,8 +99,10 @@ class SimRobotOverDds:
             )
 
     def __enter__(self) -> SimRobotOverDds:
-        self._start("bridge", ["--run", str(self.run)])
-        self._start("sim-robot", sim_robot_args(self.cfg))
+        # both processes get the same profile overrides, read from the profile once
+        sets = [x for s in profile_overrides(self.cfg, self.profile) for x in ("--set", s)]
+        self._start("bridge", ["--run", str(self.run)], sets)
+        self._start("sim-robot", sim_robot_args(self.cfg), sets)
         return self
 
     def check(self) -> None:
