@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from worldsample.config import load_config
@@ -26,6 +28,18 @@ def test_invalid_values_name_the_field(override, field):
     with pytest.raises(ConfigError) as e:
         load_config(None, [override])
     assert field in str(e.value)
+
+
+def test_encoder_pretraining_groups_are_checked():
+    image = Path(__file__).resolve().parents[1] / "configs" / "bench" / "image.yaml"
+    with pytest.raises(ConfigError, match="demos.sim_episodes is 0"):
+        load_config(image, ["loop.vision.pretrain_groups=[demo,sim]"])
+    with pytest.raises(ConfigError, match="named twice"):
+        load_config(image, ["loop.vision.pretrain_groups=[demo,demo]"])
+    with pytest.raises(ConfigError, match="pretrain_groups"):
+        load_config(image, ["loop.vision.pretrain_groups=[real]"])
+    cfg = load_config(image, ["loop.vision.pretrain_groups=[demo,sim]", "demos.sim_episodes=4"])
+    assert cfg.loop.vision.pretrain_groups == ["demo", "sim"] and cfg.demos.sim_episodes == 4
 
 
 def test_bad_files_and_override_syntax(tmp_path):

@@ -11,6 +11,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from services.cli.main import app
+from worldsample.demos import SIM_SEED_OFFSET
 from worldsample.errors import WorldSampleError
 from worldsample.paths import RunFiles
 from worldsample.store import EpisodeStore
@@ -36,6 +37,17 @@ def test_collect_writes_episodes_with_images_and_metadata(tmp_path):
     assert res.exit_code == 0, res.output
     sim = EpisodeStore(tmp_path).reader("sim")
     assert sim.records[0].domain == "sim" and sim.records[0].domain_info
+
+
+def test_collect_adds_the_configured_sim_episodes_from_their_own_seeds(tmp_path):
+    res = CliRunner().invoke(app, ["demos", "collect", "--episodes", "1", "--out", str(tmp_path), *FAST,
+                                   "--set", "demos.sim_episodes=1"])
+    assert res.exit_code == 0, res.output
+    assert "collected 1 episodes into demo" in res.output and "collected 1 episodes into sim" in res.output
+    store = EpisodeStore(tmp_path)
+    demo, sim = store.reader("demo").records[0], store.reader("sim").records[0]
+    assert demo.domain == "real" and sim.domain == "sim"
+    assert sim.extra["seed"] == demo.extra["seed"] + SIM_SEED_OFFSET
 
 
 def committed(run) -> int:

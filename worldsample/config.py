@@ -44,6 +44,9 @@ class DemoConfig(BaseModel):
     seed: int = 0
     expert: ExpertConfig = ExpertConfig()
     keep_failures: bool = Field(True, description="store expert episodes that did not succeed too")
+    sim_episodes: int = Field(0, ge=0, description="expert episodes in the randomised sim domain (group `sim`), "
+                              "collected after the demos: free on a real arm, breadth for the pixel encoder "
+                              "(loop.vision.pretrain_groups) and the world model's cotrain mode")
 
 
 class RunConfig(BaseModel):
@@ -61,6 +64,9 @@ class RunConfig(BaseModel):
             missing = [c for c in vision.cameras if c not in self.env.cameras]
             if missing:
                 raise ValueError(f"loop.vision.cameras {vision.cameras}: env.cameras {self.env.cameras} lack {missing}")
+            if "sim" in vision.pretrain_groups and self.demos.sim_episodes == 0:
+                raise ValueError("loop.vision.pretrain_groups includes sim but demos.sim_episodes is 0: set "
+                                 "demos.sim_episodes to the randomised-domain expert episodes to collect")
         return self
 
 

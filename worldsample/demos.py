@@ -30,6 +30,9 @@ class CollectSummary:
         return self.steps / self.seconds if self.seconds > 0 else 0.0
 
 
+SIM_SEED_OFFSET = 500_000  # sim-group episodes start from other seeds than the demos (and than eval's 10000+)
+
+
 def group_for_domain(domain: str) -> str:
     """Deployment-domain demos go to `demo`; randomised-domain ones are co-training data."""
     return "demo" if domain == "real" else "sim"
@@ -52,8 +55,9 @@ def collect_demos(
 ) -> CollectSummary:
     """Roll the scripted expert for `episodes` episodes; commit each one as it ends.
 
-    Episode i uses seed `cfg.demos.seed + first_id + i`, so a collection that is interrupted and
-    started again continues with new initial states instead of repeating old ones."""
+    Episode i uses seed `cfg.demos.seed + first_id + i` (plus SIM_SEED_OFFSET in the `sim` group, so
+    its episodes never start where the demos do), so a collection that is interrupted and started
+    again continues with new initial states instead of repeating old ones."""
     from worldsample.sim import ScriptedExpert, make_env  # MuJoCo loads here, not at import
 
     group = group or group_for_domain(cfg.env.domain)
@@ -64,7 +68,7 @@ def collect_demos(
     with store.writer(group) as writer:
         first = writer.next_episode_id
         for i in range(episodes):
-            seed = cfg.demos.seed + first + i
+            seed = cfg.demos.seed + (SIM_SEED_OFFSET if group == "sim" else 0) + first + i
             obs, info = env.reset(seed=seed)
             expert = ScriptedExpert(env, cfg.demos.expert, seed=seed)
             ep = writer.begin_episode()

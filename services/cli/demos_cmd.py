@@ -31,6 +31,19 @@ def run_collection(out: Path, cfg, episodes: int) -> None:
     )
 
 
+def sim_config(cfg):
+    """The run config with the arm in the randomised sim domain (its episodes go to group `sim`)."""
+    return cfg.model_copy(update={"env": cfg.env.model_copy(update={"domain": "sim"})})
+
+
+def collect_with_sim(out: Path, cfg, demos: int, sim: int) -> None:
+    """`demos` deployment-domain demonstrations, then `sim` randomised-domain expert episodes."""
+    if demos:
+        run_collection(out, cfg, demos)
+    if sim:
+        run_collection(out, sim_config(cfg), sim)
+
+
 @app.command()
 @friendly_errors
 def collect(
@@ -41,7 +54,8 @@ def collect(
         typer.Option("--episodes", "-n", min=1, help="Episodes to record (default: the config's demos.episodes)."),
     ] = None,
     domain: Annotated[
-        str, typer.Option(help="real (deployment domain, group demo) or sim (randomised, group sim).")
+        str, typer.Option(help="real (deployment domain, group demo; then demos.sim_episodes in group sim) or "
+                          "sim (randomised, group sim).")
     ] = "real",
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -54,4 +68,4 @@ def collect(
         raise ConfigError(f"--domain must be real or sim, got {domain!r}")
     cfg = load_config(config, [*(set_ or []), f"env.domain={domain}"])
     out.mkdir(parents=True, exist_ok=True)
-    run_collection(out, cfg, episodes or cfg.demos.episodes)
+    collect_with_sim(out, cfg, episodes or cfg.demos.episodes, cfg.demos.sim_episodes if domain == "real" else 0)

@@ -102,20 +102,23 @@ def _robot_entry(cfg: RunConfig, profile: Path) -> dict:
     return {"profile": str(profile)} if cfg.loop.robot == "bridge" else {}
 
 
-def _demos_to_collect(run: Path, cfg: RunConfig) -> int:
-    """On resume, the demonstrations still missing: the store's committed count says how far an
-    interrupted collection got. Once training has started the collection was complete (with
-    demos.keep_failures=false the expert's failures were discarded, so the count alone would
-    ask for more)."""
+def _demos_to_collect(run: Path, cfg: RunConfig) -> tuple[int, int]:
+    """On resume, the demonstrations and randomised-domain episodes (demos.sim_episodes) still
+    missing: the store's committed counts say how far an interrupted collection got. Once training
+    has started the collection was complete (with demos.keep_failures=false the expert's failures
+    were discarded, so the count alone would ask for more)."""
     from worldsample.demos import group_for_domain
     from worldsample.store import EpisodeStore
 
     files, store = RunFiles.of(run), EpisodeStore(run)
     if "real" in store.groups or files.policies.exists() or files.trainer.exists():
-        return 0
-    group = group_for_domain(cfg.env.domain)
-    done = store.reader(group, cache=False).num_episodes if group in store.groups else 0
-    return max(0, cfg.demos.episodes - done)
+        return 0, 0
+
+    def done(group: str) -> int:
+        return store.reader(group, cache=False).num_episodes if group in store.groups else 0
+
+    demos = max(0, cfg.demos.episodes - done(group_for_domain(cfg.env.domain)))
+    return demos, max(0, cfg.demos.sim_episodes - done("sim")) if cfg.env.domain == "real" else 0
 
 
 @friendly_errors
@@ -155,7 +158,7 @@ def run(
     set_: SetOpt = None,
 ) -> None:
     """The main job: demonstrations, dashboard, online RL with world-model data, summary."""
-    from services.cli.demos_cmd import run_collection
+    from services.cli.demos_cmd import collect_with_sim
     from services.cli.store_cmd import info_table
     from services.cli.train_cmd import print_summary
 
@@ -164,15 +167,15 @@ def run(
     if resume is None:
         profile = profile or DEFAULT_PROFILE
         out, cfg = _new_run(out, robot or "bridge", profile, config, set_)
-        demos = cfg.demos.episodes
+        demos, sim = cfg.demos.episodes, cfg.demos.sim_episodes if cfg.env.domain == "real" else 0
     else:
         cfg, profile = _resume_run(resume, out, robot, profile, config, set_)
-        out, demos = resume, _demos_to_collect(resume, cfg)
+        demos, sim = _demos_to_collect(resume, cfg)
+        out = resume
         console.print(f"demonstrations: {demos} of {cfg.demos.episodes} still to collect" if demos
                       else "demonstrations: complete, not collected again")
     console.rule(f"[bold]WorldSample run[/] {out}" + (" (resumed)" if resume is not None else ""))
-    if demos:
-        run_collection(out, cfg, demos)
+    collect_with_sim(out, cfg, demos, sim)
     dash = start_dashboard(out, port) if dashboard else None
     try:
         if train:

@@ -160,6 +160,31 @@ def test_on_resume_the_encoder_is_loaded_not_retrained(image_run, tmp_path):
         ensure_encoder(copy, other)
 
 
+def test_the_encoder_pretrains_on_the_sim_group_when_asked(image_run, tmp_path):
+    """loop.vision.pretrain_groups=[demo, sim]: the randomised-domain expert episodes join the demos in
+    pretraining (frames counted); without them in the store the error names how to collect them."""
+    from worldsample.demos import SIM_SEED_OFFSET, collect_demos
+    from worldsample.loop.vision import ensure_encoder
+
+    run, _, _, _, _ = image_run
+    cfg = _config("demos.sim_episodes=1", "loop.vision.pretrain_groups=[demo,sim]")
+    copy = tmp_path / "run"
+    shutil.copytree(run / "store", copy / "store")
+    with pytest.raises(Exception, match="'sim' is not in"):
+        ensure_encoder(copy, cfg.loop)
+    sim_cfg = cfg.model_copy(update={"env": cfg.env.model_copy(update={"domain": "sim"})})
+    collect_demos(copy, sim_cfg, 1)
+    store = EpisodeStore(copy)
+    demo_steps, sim = store.reader("demo").num_steps, store.reader("sim")
+    assert sim.records[0].extra["seed"] == cfg.demos.seed + SIM_SEED_OFFSET  # not a demo's start
+    _, metrics = ensure_encoder(copy, cfg.loop)
+    assert metrics["vision/pretrain_samples"] == demo_steps + sim.num_steps
+    only_demos = tmp_path / "demos_only"
+    shutil.copytree(copy / "store", only_demos / "store")
+    _, metrics = ensure_encoder(only_demos, _config().loop)
+    assert metrics["vision/pretrain_samples"] == demo_steps
+
+
 @pytest.mark.parametrize(
     "override, message",
     [

@@ -34,13 +34,14 @@ def episode(rng: np.random.Generator, length: int, cameras=("corner",)) -> dict[
     return out
 
 
-def toy_store(path, episodes: int = 6, length: int = 20, cameras=("corner",), seed: int = 0) -> EpisodeStore:
+def toy_store(path, episodes: int = 6, length: int = 20, cameras=("corner",), seed: int = 0,
+              group: str = "demo") -> EpisodeStore:
     obs = {f"image_{c}": KeySpec(dtype="uint8", shape=(SIZE, SIZE, 3), kind="image", camera=c) for c in cameras}
     obs["proprio"] = KeySpec(dtype="float32", shape=(4,), finite=True)
     store = EpisodeStore(path, create=True)
-    store.ensure_group("demo", GroupSchema.build(obs, action_dim=4, chunk_len=16))
+    store.ensure_group(group, GroupSchema.build(obs, action_dim=4, chunk_len=16))
     rng = np.random.default_rng(seed)
-    with store.writer("demo") as w:
+    with store.writer(group) as w:
         for _ in range(episodes):
             ep = episode(rng, length, cameras)
             done = np.zeros(length, bool)

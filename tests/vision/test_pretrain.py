@@ -25,6 +25,16 @@ def test_load_demos_reads_whole_episodes(tmp_path):
         load_demos(tmp_path, ["gripperPOV"])
 
 
+def test_load_demos_joins_groups_and_names_a_missing_sim_group(tmp_path):
+    toy_store(tmp_path, episodes=2, length=10)
+    with pytest.raises(VisionError, match="'sim' is not in .*demos.sim_episodes"):
+        load_demos(tmp_path, ["corner"], groups=["demo", "sim"])
+    toy_store(tmp_path, episodes=3, length=10, seed=5, group="sim")
+    data = load_demos(tmp_path, ["corner"], groups=["demo", "sim"])
+    assert len(data) == 50 and len(data.episodes) == 5  # the sim group's ids 0-2 do not merge with the demos'
+    assert len(load_demos(tmp_path, ["corner"])) == 20  # the default is the demos alone
+
+
 def test_pretrain_reduces_bc_loss_below_the_constant_guess(tmp_path):
     toy_store(tmp_path, episodes=14, length=20, seed=1)
     train, val = load_demos(tmp_path, ["corner"]).split(4)

@@ -44,11 +44,20 @@ class VisionConfig(BaseModel):
     pretrain_steps: int = Field(300, ge=1, le=1_000_000, description="encoder pretraining steps (CPU-sized)")
     pretrain_batch: int = Field(64, ge=1, le=65_536)
     shift_pad: int = Field(4, ge=0, le=32, description="random shift of up to this many pixels while pretraining")
+    pretrain_groups: list[Literal["demo", "sim"]] = Field(
+        ["demo"], min_length=1, description="store groups the encoder is pretrained on; `sim` (randomised-domain "
+        "expert episodes, demos.sim_episodes) adds breadth (MixWorld's sim-and-real co-training)")
     channels: list[int] = Field([32, 32, 32, 32], min_length=1, max_length=8)
     strides: list[int] = Field([2, 2, 1, 1], min_length=1, max_length=8)
     threads: int | None = Field(None, ge=1, description="torch CPU threads while pretraining (None = as set)")
     success_steps: int = Field(800, ge=1, le=1_000_000, description="loop.reward=classifier: the success "
                                "classifier's training steps (worldsample/vision/success.py)")
+
+    @model_validator(mode="after")
+    def _groups_once(self) -> VisionConfig:
+        if len(set(self.pretrain_groups)) != len(self.pretrain_groups):
+            raise ValueError(f"loop.vision.pretrain_groups {self.pretrain_groups}: a group is named twice")
+        return self
 
 
 class LoopConfig(BaseModel):

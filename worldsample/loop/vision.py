@@ -50,8 +50,8 @@ def _check_fits(encoder: Encoder, vision: VisionConfig, where: Path) -> Encoder:
 
 
 def ensure_encoder(run_dir: Path | str, loop: LoopConfig) -> tuple[Encoder, dict[str, float]]:
-    """The run's frozen encoder: loaded from RUN/vision/encoder when there, else pretrained on the
-    demo group (behaviour cloning under random shift) and saved there first. Returns the encoder and
+    """The run's frozen encoder: loaded from RUN/vision/encoder when there, else pretrained on
+    loop.vision.pretrain_groups (behaviour cloning under random shift) and saved there first. Returns the encoder and
     pretraining metrics ({} when it was loaded)."""
     from worldsample.vision.pretrain import PretrainConfig, pretrain_from_run
 
@@ -61,9 +61,10 @@ def ensure_encoder(run_dir: Path | str, loop: LoopConfig) -> tuple[Encoder, dict
     cfg = PretrainConfig(latent_dim=vision.latent_dim, channels=vision.channels, strides=vision.strides,
                          steps=vision.pretrain_steps, batch_size=vision.pretrain_batch, shift_pad=vision.shift_pad,
                          seed=loop.seed, threads=vision.threads, eval_every=max(vision.pretrain_steps, 1))
-    result = pretrain_from_run(run_dir, vision.cameras, d, cfg)
+    result = pretrain_from_run(run_dir, vision.cameras, d, cfg, groups=vision.pretrain_groups)
     last = result.history[-1] if result.history else {}
-    metrics = {"vision/pretrain_seconds": float(result.seconds), "vision/pretrain_steps": float(vision.pretrain_steps)}
+    metrics = {"vision/pretrain_seconds": float(result.seconds), "vision/pretrain_steps": float(vision.pretrain_steps),
+               "vision/pretrain_samples": float(result.samples)}
     metrics.update({f"vision/{k}": float(v) for k, v in last.items() if isinstance(v, int | float)})
     return _check_fits(load_encoder(d), vision, d), metrics
 

@@ -114,6 +114,10 @@ def load_demos(
     ids: list[np.ndarray] = []
     offset = 0
     for g in groups:
+        if g not in store.groups:
+            raise VisionError(f"group {g!r} is not in {store.root} (it has {sorted(store.groups)}); "
+                              + ("collect it with demos.sim_episodes > 0 or `worldsample demos collect --domain sim`"
+                                 if g == "sim" else "collect the demos first"))
         schema = store.schema(g)
         missing = [k for k in keys if k not in schema.keys]
         if missing:
@@ -144,6 +148,7 @@ class PretrainResult:
     encoder: Encoder
     actor: MLPActor  # the BC actor over [latent, proprio]
     history: list[dict[str, float]] = field(default_factory=list)  # step, bc, idm, val_bc
+    samples: int = 0  # frames (steps) trained on
     seconds: float = 0.0
 
     def policy(self) -> tuple[PolicyConfig, dict[str, np.ndarray]]:
@@ -199,7 +204,7 @@ def pretrain(
         pool = np.flatnonzero(data.has_next) if cfg.inverse_dynamics > 0 else np.arange(len(data))
         if len(pool) == 0:
             raise VisionError("inverse dynamics needs episodes of at least two steps")
-        result = PretrainResult(encoder, actor)
+        result = PretrainResult(encoder, actor, samples=len(data))
         t0 = time.perf_counter()
         encoder.train()
         actor.train()
