@@ -36,6 +36,11 @@ def sim_config(cfg):
     return cfg.model_copy(update={"env": cfg.env.model_copy(update={"domain": "sim"})})
 
 
+def sim_episodes_wanted(cfg) -> int:
+    """demos.sim_episodes for a run in the deployment domain; none when the demos are sim already."""
+    return cfg.demos.sim_episodes if cfg.env.domain == "real" else 0
+
+
 def collect_with_sim(out: Path, cfg, demos: int, sim: int) -> None:
     """`demos` deployment-domain demonstrations, then `sim` randomised-domain expert episodes."""
     if demos:
@@ -68,4 +73,4 @@ def collect(
         raise ConfigError(f"--domain must be real or sim, got {domain!r}")
     cfg = load_config(config, [*(set_ or []), f"env.domain={domain}"])
     out.mkdir(parents=True, exist_ok=True)
-    collect_with_sim(out, cfg, episodes or cfg.demos.episodes, cfg.demos.sim_episodes if domain == "real" else 0)
+    collect_with_sim(out, cfg, episodes or cfg.demos.episodes, sim_episodes_wanted(cfg))

@@ -107,6 +107,7 @@ def _demos_to_collect(run: Path, cfg: RunConfig) -> tuple[int, int]:
     missing: the store's committed counts say how far an interrupted collection got. Once training
     has started the collection was complete (with demos.keep_failures=false the expert's failures
     were discarded, so the count alone would ask for more)."""
+    from services.cli.demos_cmd import sim_episodes_wanted
     from worldsample.demos import group_for_domain
     from worldsample.store import EpisodeStore
 
@@ -118,7 +119,7 @@ def _demos_to_collect(run: Path, cfg: RunConfig) -> tuple[int, int]:
         return store.reader(group, cache=False).num_episodes if group in store.groups else 0
 
     demos = max(0, cfg.demos.episodes - done(group_for_domain(cfg.env.domain)))
-    return demos, max(0, cfg.demos.sim_episodes - done("sim")) if cfg.env.domain == "real" else 0
+    return demos, max(0, sim_episodes_wanted(cfg) - done("sim"))
 
 
 @friendly_errors
@@ -158,7 +159,7 @@ def run(
     set_: SetOpt = None,
 ) -> None:
     """The main job: demonstrations, dashboard, online RL with world-model data, summary."""
-    from services.cli.demos_cmd import collect_with_sim
+    from services.cli.demos_cmd import collect_with_sim, sim_episodes_wanted
     from services.cli.store_cmd import info_table
     from services.cli.train_cmd import print_summary
 
@@ -167,7 +168,7 @@ def run(
     if resume is None:
         profile = profile or DEFAULT_PROFILE
         out, cfg = _new_run(out, robot or "bridge", profile, config, set_)
-        demos, sim = cfg.demos.episodes, cfg.demos.sim_episodes if cfg.env.domain == "real" else 0
+        demos, sim = cfg.demos.episodes, sim_episodes_wanted(cfg)
     else:
         cfg, profile = _resume_run(resume, out, robot, profile, config, set_)
         demos, sim = _demos_to_collect(resume, cfg)

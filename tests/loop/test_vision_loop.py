@@ -163,6 +163,7 @@ def test_on_resume_the_encoder_is_loaded_not_retrained(image_run, tmp_path):
 def test_the_encoder_pretrains_on_the_sim_group_when_asked(image_run, tmp_path):
     """loop.vision.pretrain_groups=[demo, sim]: the randomised-domain expert episodes join the demos in
     pretraining (frames counted); without them in the store the error names how to collect them."""
+    from services.cli.demos_cmd import sim_config
     from worldsample.demos import SIM_SEED_OFFSET, collect_demos
     from worldsample.loop.vision import ensure_encoder
 
@@ -172,8 +173,7 @@ def test_the_encoder_pretrains_on_the_sim_group_when_asked(image_run, tmp_path):
     shutil.copytree(run / "store", copy / "store")
     with pytest.raises(Exception, match="'sim' is not in"):
         ensure_encoder(copy, cfg.loop)
-    sim_cfg = cfg.model_copy(update={"env": cfg.env.model_copy(update={"domain": "sim"})})
-    collect_demos(copy, sim_cfg, 1)
+    collect_demos(copy, sim_config(cfg), 1)
     store = EpisodeStore(copy)
     demo_steps, sim = store.reader("demo").num_steps, store.reader("sim")
     assert sim.records[0].extra["seed"] == cfg.demos.seed + SIM_SEED_OFFSET  # not a demo's start

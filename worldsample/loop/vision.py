@@ -51,8 +51,8 @@ def _check_fits(encoder: Encoder, vision: VisionConfig, where: Path) -> Encoder:
 
 def ensure_encoder(run_dir: Path | str, loop: LoopConfig) -> tuple[Encoder, dict[str, float]]:
     """The run's frozen encoder: loaded from RUN/vision/encoder when there, else pretrained on
-    loop.vision.pretrain_groups (behaviour cloning under random shift) and saved there first. Returns the encoder and
-    pretraining metrics ({} when it was loaded)."""
+    loop.vision.pretrain_groups (behaviour cloning under random shift) and saved there first.
+    Returns the encoder and pretraining metrics ({} when it was loaded)."""
     from worldsample.vision.pretrain import PretrainConfig, pretrain_from_run
 
     vision, d = loop.vision, encoder_dir(run_dir)
