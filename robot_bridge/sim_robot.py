@@ -6,7 +6,9 @@ One scheduler thread owns the MuJoCo env and every timer, so nothing touches the
 concurrently. Images are MuJoCo renders of each profile camera (`sim.images: render`, the
 default: the Meta-World camera `sim.cameras` maps it to, at the quality of `sim.render`, fast
 settings by default) or a synthetic pattern whose first row encodes the physics step
-(`synthetic`, cheaper still; tests check alignment with it). With `intervene=True` a simulated
+(`synthetic`, cheaper still; tests check alignment with it). Each camera publishes at its native
+size (`native`, or its stored size without one), as a real camera does; the bridge's crop and
+resize (worldsample.frames) turn that into the stored frame. With `intervene=True` a simulated
 human (InterventionExpert, with the run's `intervention` settings when given) watches the
 received actions and publishes takeovers on the intervention topic.
 """
@@ -55,8 +57,12 @@ class SimRobot:
         self.p, self.t = profile, transport
         cams = profile.cameras
         render = profile.sim.images == "render"
-        if render and any(c.height != c.width or c.height != cams[0].height for c in cams):
-            raise ProfileError("sim.images=render needs square cameras of one size")
+        # the arm publishes each camera at its native size, as a real camera does; the bridge crops and
+        # resizes to the stored size (worldsample.frames), so the simulated arm goes through that path too
+        sizes = [c.native_size for c in cams]
+        if render and any(h != w or (h, w) != sizes[0] for h, w in sizes):
+            raise ProfileError("sim.images=render needs square cameras of one native size, got "
+                               + ", ".join(f"{c.name} {w}x{h}" for c, (h, w) in zip(cams, sizes, strict=True)))
         self._sim_cams = {c.name: profile.sim.sim_camera(c.name) for c in cams}
         if render:
             from worldsample.sim.config import CAMERA_NAMES
@@ -68,7 +74,7 @@ class SimRobot:
                                    f"{list(CAMERA_NAMES)}, or set sim.images=synthetic")
         self.env = make_env(SimArmConfig(
             task=profile.sim.task, cameras=list(dict.fromkeys(self._sim_cams.values())) if render else [],
-            image_size=cams[0].height if render and cams else 64, render=profile.sim.render,
+            image_size=sizes[0][0] if render and cams else 64, render=profile.sim.render,
             max_episode_steps=profile.episode.max_steps + 50,
         ))
         self._human = InterventionExpert(self.env, human) if intervene else None
@@ -102,9 +108,10 @@ class SimRobot:
 
     def _pattern(self, cam, i: int) -> np.ndarray:
         """A smooth gradient with a little noise: compresses about like a camera frame."""
-        yy, xx = np.mgrid[0 : cam.height, 0 : cam.width]
+        h, w = cam.native_size
+        yy, xx = np.mgrid[0:h, 0:w]
         chans = [(xx * (1 + c) + yy * (2 + i) + 40 * c) % 256 for c in range(cam.channels)]
-        img = np.stack(chans, axis=-1) + self._rng.integers(0, 8, (cam.height, cam.width, cam.channels))
+        img = np.stack(chans, axis=-1) + self._rng.integers(0, 8, (h, w, cam.channels))
         return np.clip(img, 0, 255).astype(np.uint8)
 
     @staticmethod
@@ -174,10 +181,10 @@ class SimRobot:
             if cam.channels == 1:  # a mono camera: ITU-R BT.601 luma of the render
                 img = (img @ np.array([0.299, 0.587, 0.114])).round().astype(np.uint8)[..., None]
         else:
-            img = synthetic_image(cam.height, cam.width, self.sim_step, self._bases[cam.name])
-        ch = img.shape[2]
-        msg = Image(header=Header(Time.from_ns(now), cam.name), height=cam.height, width=cam.width,
-                    encoding="rgb8" if ch == 3 else "mono8", step=cam.width * ch, data=img.reshape(-1))
+            img = synthetic_image(*cam.native_size, self.sim_step, self._bases[cam.name])
+        (h, w), ch = img.shape[:2], img.shape[2]
+        msg = Image(header=Header(Time.from_ns(now), cam.name), height=h, width=w,
+                    encoding="rgb8" if ch == 3 else "mono8", step=w * ch, data=img.reshape(-1))
         self._send(cam.topic, msg)
 
     def _publish_joints(self, now: int) -> None:

@@ -2,8 +2,9 @@
 frame the store keeps and the policy sees.
 
 `FrameGeometry.apply` is the one function every path uses to turn a camera frame into a stored
-frame: the bridge's decoders (raw `Image` and `CompressedImage`), bag import (through the same
-decoders) and a simulated camera that renders at another size than the policy's. numpy only.
+frame: the bridge's decoders (raw `Image` and `CompressedImage`) and bag import (through the same
+decoders). The simulated arm (`worldsample sim-robot`) publishes each camera at its native size, as
+a real camera does, so its frames take the same path. numpy only.
 
 The resize is exact area averaging (what OpenCV calls INTER_AREA): each output pixel is the mean of
 the native pixels under it, fractional pixels at its edges weighted by the part it covers. It is

@@ -157,3 +157,50 @@ def test_the_main_jobs_real_step_budget_reaches_the_bridge():
     episode = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).episode
     assert episode.auto_start and episode.auto_start_steps == 1234
     assert load_profile(DEFAULT_PROFILE).episode.auto_start_steps is None  # a profile alone sets no budget
+
+
+def test_a_camera_with_a_native_size_is_rendered_there_and_cut_down_by_the_bridge(tmp_path):
+    """The simulated arm publishes what a real camera would: frames of the camera's native size. The
+    bridge's own converter (crop box, area resize: worldsample.frames) makes the stored frame of it.
+    Before, the arm rendered at the stored size and the bridge rejected every frame as wrong_size."""
+    from robot_bridge.bridge import stream_converter
+
+    data = yaml.safe_load(SIM_PROFILE.read_text())
+    data["cameras"][0].update(height=16, width=16, native={"height": 48, "width": 48},
+                              crop={"top": 8, "left": 4, "height": 32, "width": 40})
+    data["sim"]["seed"] = 5
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(data))
+    profile = load_profile(path)
+    cam = profile.cameras[0]
+    domain = new_domain()
+    robot = SimRobot(profile, DdsTransport(domain, LOOPBACK_XML))
+    test = DdsTransport(domain, LOOPBACK_XML)
+    got = []
+    test.subscribe(cam.topic, cam.type, SENSOR_QOS, lambda raw, _: got.append(decode(raw, cam.type)))
+    try:
+        wait(lambda: robot.t.matched_subscribers(cam.topic), 10, "DDS discovery")
+        publish = robot.timers()[1][1]
+        publish(time.time_ns())
+        wait(lambda: got, 10, "a frame")
+    finally:
+        robot.close()
+        robot.t.close()
+        test.close()
+
+    msg = got[0]
+    assert (msg.height, msg.width) == (48, 48)  # the native size on the wire, not the stored 16x16
+    env = make_env(SimArmConfig(task=profile.sim.task, cameras=["corner"], image_size=48,
+                                max_episode_steps=profile.episode.max_steps + 50))
+    native = env.reset(seed=5)[0]["image_corner"]
+    env.close()
+    np.testing.assert_array_equal(np.asarray(msg.data, np.uint8).reshape(48, 48, 3), native)
+    stamp, stored = stream_converter(cam, profile)(msg)
+    assert stored.shape == (16, 16, 3)
+    np.testing.assert_array_equal(stored, cam.geometry.apply(native))
+
+    data["cameras"].append(dict(data["cameras"][0], name="gripperPOV", topic="/cam/wrist/image_raw",
+                                native={"height": 32, "width": 32}, crop=None))
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ProfileError, match="one native size, got corner 48x48, gripperPOV 32x32"):
+        SimRobot(load_profile(path), transport=None)
