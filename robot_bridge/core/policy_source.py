@@ -16,7 +16,7 @@ import numpy as np
 
 from worldsample.evaluation.recommend import FollowRecommended
 from worldsample.policy import NumpyActor, PolicyError, PolicyRegistry
-from worldsample.policy.onnx_actor import ONNX_FILE, OnnxActor
+from worldsample.policy.onnx_actor import ENCODER_FILE, ONNX_FILE, OnnxActor
 from worldsample.versioned import VersionError, VersionWatcher
 
 log = logging.getLogger(__name__)
@@ -69,9 +69,14 @@ class PolicySource:
 
     def _load(self, version: int):
         config, tensors = self._registry.load(version)
-        onnx_file = self._registry.dir.path(version) / ONNX_FILE
+        vdir = self._registry.dir.path(version)
+        onnx_file = vdir / ONNX_FILE
         if onnx_file.exists():
             return OnnxActor(onnx_file, config)  # imports onnxruntime on first use
+        if (vdir / ENCODER_FILE).exists():  # a pixel policy: only the ONNX file holds its encoder for the robot
+            raise PolicyError(f"policy v{version} is a pixel policy ({ENCODER_FILE} is there) but {onnx_file} is "
+                              "missing: the robot cannot run its encoder without it; publish the version again "
+                              "(worldsample.policy.onnx_export.publish_vision_policy)")
         return NumpyActor(config, tensors)
 
     def act(self, obs: Mapping[str, np.ndarray], hold: np.ndarray) -> np.ndarray:

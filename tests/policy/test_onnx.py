@@ -119,10 +119,12 @@ def test_bridge_runs_a_published_pixel_policy_and_keeps_the_numpy_path(tmp_path)
     other, cfg2, t2 = make(["gripperPOV"], seed=1)
     assert publish_vision_policy(tmp_path, other, cfg2, t2) == 2
     assert src.refresh() is False and src.version == 1 and "image_gripperPOV" in src.error
-    # a version whose onnx file went missing is a plain numpy policy that does not fit this robot either
+    # a pixel version whose onnx file went missing is refused with that reason (not as a numpy MLP
+    # that wants a `latent` the robot does not have)
     publish_vision_policy(tmp_path, enc, cfg, tensors)
     (tmp_path / "policies" / "v000003" / "policy.onnx").unlink()
-    assert src.refresh() is False and src.version == 1 and "latent" in src.error
+    assert src.refresh() is False and src.version == 1
+    assert "pixel policy" in src.error and "v000003/policy.onnx is missing" in src.error
 
     # a state policy still runs as the numpy MLP
     state = PolicyConfig(obs=[ObsInput(key="proprio", dim=4)], action_dim=4, hidden=[8], action_low=[-1] * 4,

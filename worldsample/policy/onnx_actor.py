@@ -19,6 +19,7 @@ from worldsample.policy.config import PolicyConfig
 from worldsample.policy.errors import PolicyError
 
 ONNX_FILE = "policy.onnx"
+ENCODER_FILE = "encoder.json"  # the encoder checkpoint publish_vision_policy writes beside it (vision/encoder.py)
 ONNX_FORMAT = "worldsample-policy-onnx"
 
 

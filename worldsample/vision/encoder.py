@@ -22,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import nn
 
 from worldsample.errors import WorldSampleError
+from worldsample.policy.onnx_actor import ENCODER_FILE
 from worldsample.vision.checkpoint import load_module, save_module
 
-CONFIG_FILE, TENSORS_FILE = "encoder.json", "encoder.safetensors"
+CONFIG_FILE, TENSORS_FILE = ENCODER_FILE, "encoder.safetensors"
 
 
 class VisionError(WorldSampleError):
