@@ -42,6 +42,19 @@ def print_summary(s) -> None:
                 f"world model v{s.wm_eval['version']} (no camera) {key} "
                 f"on held-out {s.wm_eval['group']} episodes: {fid}"
             )
+        if s.wm_eval.get("heads"):
+            console.print(f"world model's heads on held-out {s.wm_eval['group']} windows, at the thresholds "
+                          f"calibrated on them: {head_scores(s.wm_eval['heads'])}")
+
+
+def head_scores(heads: dict) -> str:
+    """'success precision 52% recall 70% (13 positives in 400 windows); done ...'; '-' where undefined."""
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.0f}%"
+
+    return "; ".join(f"{name} precision {pct(r.get('precision'))} recall {pct(r.get('recall'))} "
+                     f"({r.get('positives', 0)} positives in {r.get('windows', 0)} windows)"
+                     for name, r in heads.items())
 
 
 @friendly_errors

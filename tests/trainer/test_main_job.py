@@ -23,6 +23,9 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     assert "simulated arm over DDS" in res.stdout and "trained" in res.stdout
     assert "best evaluated policy: v" in res.stdout
     assert "world model v" in res.stdout and "held-out real episodes" in res.stdout  # fidelity in the summary
+    # and its success and done heads' precision / recall (issue 17: reported in the run summary)
+    assert "world model's heads on held-out real windows" in res.stdout
+    assert "success precision" in res.stdout and "done precision" in res.stdout
 
     store = EpisodeStore(run)
     real = store.reader("real", cache=False)

@@ -136,7 +136,11 @@ def wait_for_robot(store: EpisodeStore, collector: Part | None, loop: LoopConfig
 
 
 def _wm_scalars(report: dict) -> dict[str, float]:
-    return {f"wm_eval/h{h}/{name}": v for h, row in report["horizons"].items() for name, v in row.items()}
+    """The summary's fidelity per horizon and its heads' precision/recall (left out where undefined)."""
+    out = {f"wm_eval/h{h}/{name}": v for h, row in report["horizons"].items() for name, v in row.items()}
+    for head, row in report.get("heads", {}).items():
+        out.update({f"wm_eval/{head}_{k}": float(row[k]) for k in ("precision", "recall") if row.get(k) is not None})
+    return out
 
 
 class Loop:
