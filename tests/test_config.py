@@ -74,3 +74,13 @@ def test_a_run_config_with_the_old_synthetic_bound_still_loads(tmp_path):
     cfg = load_config(f)
     assert cfg.store.chunk_len == 16 and not hasattr(cfg.store, "synthetic_max_steps")
     assert cfg.loop.synth.pool_max_steps == 5000
+
+
+def test_the_loops_uncertainty_veto_is_on_by_default_with_two_members():
+    """Issue 17, item 4: the veto is on by default, and it needs a disagreement to cut on: the loop's
+    world model has two dynamics members unless a config says otherwise (with one, every branch is
+    written unvetted and counted as such)."""
+    for path in (None, "configs/default.yaml", "configs/bench/state.yaml", "configs/bench/image.yaml"):
+        cfg = load_config(Path(__file__).resolve().parents[1] / path if path else None, [])
+        assert cfg.loop.synth.max_uncertainty == "calibrated", path
+        assert cfg.loop.world_model.dynamics.ensemble >= 2, path

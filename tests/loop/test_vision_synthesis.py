@@ -134,12 +134,16 @@ def test_ppl_batches_hold_synthetic_rows_and_never_the_state(ppl_run):
     assert "latent" in cache.data and "state" not in cache.data
     assert not any(k.startswith("image_") for k in cache.data)
     assert batches, "the learner got no batch"
-    synthetic = 0
+    synthetic = weighted = 0
     for b in batches:
         assert not any("state" in k or "image_" in k for k in b), sorted(b)
         assert b["obs/latent"].shape[1] == LATENT_DIM
-        synthetic += int(np.char.startswith(b["source"].astype(str), "synthetic").sum())
+        syn = np.char.startswith(b["source"].astype(str), "synthetic")
+        synthetic += int(syn.sum())
+        weighted += int((syn & (b["weights"] > 0)).sum())
     assert synthetic > 0, "no synthetic row reached the learner"
+    # and the learner trains on them: ppl's Q-bound selection zeroes some weights, not all of them
+    assert weighted > 0, f"all {synthetic} synthetic rows had weight 0"
 
 
 def test_a_latent_reader_reads_a_stored_latent_and_refuses_another_size(ppl_run):
