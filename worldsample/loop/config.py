@@ -52,6 +52,13 @@ class VisionConfig(BaseModel):
     threads: int | None = Field(None, ge=1, description="torch CPU threads while pretraining (None = as set)")
     success_steps: int = Field(800, ge=1, le=1_000_000, description="loop.reward=classifier: the success "
                                "classifier's training steps (worldsample/vision/success.py)")
+    success_retrain_every_episodes: int = Field(
+        0, ge=0, le=1_000_000, description="loop.reward=classifier: train the success classifier again on demo + "
+        "real (the robot's success and the operator's marks, as the readers apply them) every this many new real "
+        "episodes, and re-derive every cached step's reward from it; 0: trained once on the demos")
+    success_labelled_only: bool = Field(
+        False, description="on retraining, learn from the real episodes an operator labelled only (a robot that "
+        "reports no success of its own)")
 
     @model_validator(mode="after")
     def _groups_once(self) -> VisionConfig:
@@ -118,6 +125,10 @@ class LoopConfig(BaseModel):
             if LATENT_KEY in keys:
                 raise ValueError(f"learner.obs_keys {keys} name {LATENT_KEY!r}, which only loop.vision.enabled makes")
             return self
+        if self.vision.success_retrain_every_episodes and self.reward != "classifier":
+            raise ValueError("loop.vision.success_retrain_every_episodes retrains the classifier that "
+                             "loop.reward=classifier learns from; with loop.reward="
+                             f"{self.reward} there is none: set loop.reward=classifier or leave it at 0")
         if "state" in keys:
             raise ValueError(f"loop.vision is on, but learner.obs_keys {keys} include the task state `state`: on the "
                              f"image profile the learner sees [{LATENT_KEY}, proprio] only")

@@ -58,6 +58,8 @@ class Learning:
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
                                 entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)))
         self._synthetic_reader = None
+        self._success_trained_at = 0  # real episodes the success classifier was last trained with
+        self._success_retrains = 0
 
     def _reader(self, group: str):
         if self.encoder is None:
@@ -84,8 +86,9 @@ class Learning:
         self._attach_synthetic()
         if self._synthetic_reader is not None:
             self._synthetic_reader.refresh()
+        retrained = self._retrain_success()
         if self.demo.num_transitions + self.online.num_transitions < self.loop.min_real_for_learning:
-            return {}
+            return retrained
         mixed = MeanStats()
         cfg = self.loop.learner
 
@@ -98,7 +101,27 @@ class Learning:
 
         stats = {**self.algorithm.update(batches(self.algorithm.updates_for(new_real_steps))), **mixed.mean()}
         stats["learner/updates"] = float(self.algorithm.updates)
-        return stats
+        return {**stats, **retrained}
+
+    def _retrain_success(self) -> dict[str, float]:
+        """loop.vision.success_retrain_every_episodes: once that many real episodes came in since it was
+        last trained, the success classifier learns again from demo + real (the robot's success and the
+        operator's marks, as the readers apply them), and every cached step's reward is derived from it."""
+        every = self.loop.vision.success_retrain_every_episodes
+        if self.success_classifier is None or not every:
+            return {}
+        episodes = self.online.reader.num_episodes
+        if episodes - self._success_trained_at < every:
+            return {}
+        from worldsample.loop.vision import train_success, use_classifier
+
+        labelled = ("real",) if self.loop.vision.success_labelled_only else ()
+        clf, metrics = train_success(self.run_dir, self.loop, self.encoder, ["demo", "real"], labelled)
+        readers = [self.demo.reader, self.online.reader]  # the interventions sampler shares the real reader
+        use_classifier(readers + ([self._synthetic_reader] if self._synthetic_reader is not None else []), clf)
+        self.success_classifier, self._success_trained_at = clf, episodes
+        self._success_retrains += 1
+        return {**metrics, "vision/success_retrains": float(self._success_retrains)}
 
     def pretrain(self) -> dict[str, float]:
         """The algorithm's warm start on every demo transition (behaviour cloning for SAC)."""
@@ -142,11 +165,14 @@ class Learning:
 
     def state(self) -> dict:
         return {"learner": self.agent.group.get_state(), "mixer": self.mixer.state(),
-                "updates": self.agent.updates, "rng": self.rng.bit_generator.state}
+                "updates": self.agent.updates, "rng": self.rng.bit_generator.state,
+                "success_trained_at": self._success_trained_at, "success_retrains": self._success_retrains}
 
     def load_state(self, st: dict) -> None:
         self.agent.group.set_state(st["learner"])
         self.agent.updates = int(st["updates"])
         self.rng.bit_generator.state = st["rng"]
+        self._success_trained_at = int(st.get("success_trained_at", 0))
+        self._success_retrains = int(st.get("success_retrains", 0))
         if st.get("mixer"):
             self.mixer.load_state(st["mixer"])

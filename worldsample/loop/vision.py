@@ -10,6 +10,8 @@
     ensure_success_classifier  loop.reward=classifier: the success classifier, trained on the demos once
                      after the encoder and saved in RUN/vision/success, loaded on resume; the readers
                      then cache its per-step decision `success_pred`, which the learner reads as reward
+    train_success, use_classifier  the classifier trained again on demo + real as the run goes
+                     (loop.vision.success_retrain_every_episodes) and its decisions re-derived in the caches
     frozen_encoder   the run's encoder, loaded (never trained) for the world model and the synthesiser
     LatentReaders    a reader factory (worldsample.world_model.data.ReaderFactory) of LatentReaders
     world_model_config  the loop's world model fitted to the store on the image profile: a vector
@@ -79,14 +81,7 @@ def ensure_success_classifier(run_dir: Path | str, loop: LoopConfig, encoder: En
     silently), else trained once on the demo group (operator labels applied by the readers), with its
     threshold calibrated and its precision/recall measured on held-out demo episodes, and saved there.
     Returns the classifier and metrics ({} when it was loaded)."""
-    from worldsample.vision.success import (
-        SuccessTrainConfig,
-        encoder_fingerprint,
-        load_success_classifier,
-        load_success_data,
-        save_success_classifier,
-        train_success_classifier,
-    )
+    from worldsample.vision.success import encoder_fingerprint, load_success_classifier
 
     d, fp = success_dir(run_dir), encoder_fingerprint(encoder)
     if (d / "success.json").exists():
@@ -97,20 +92,53 @@ def ensure_success_classifier(run_dir: Path | str, loop: LoopConfig, encoder: En
             raise VisionError(f"the success classifier in {d} was trained on another encoder than the run's "
                               f"({encoder_dir(run_dir)}): it is not retrained silently; remove {d} to train a new one")
         return clf, {}
-    vision = loop.vision
-    data = load_success_data(run_dir, encoder, groups=["demo"])
+    return train_success(run_dir, loop, encoder, ["demo"])
+
+
+def train_success(run_dir: Path | str, loop: LoopConfig, encoder: Encoder, groups: list[str],
+                  labelled_only: tuple[str, ...] = ()):
+    """Train the run's success classifier on `groups` (episodes of `labelled_only` groups only where an
+    operator labelled them), save it in RUN/vision/success (replacing the one there) and return it as
+    loaded from there, with its metrics (`vision/success_*`: held-out precision / recall where defined,
+    threshold, frames and episodes trained on)."""
+    from worldsample.vision.success import (
+        SuccessTrainConfig,
+        load_success_classifier,
+        load_success_data,
+        save_success_classifier,
+        train_success_classifier,
+    )
+
+    d, vision = success_dir(run_dir), loop.vision
+    data = load_success_data(run_dir, encoder, groups=groups, labelled_only=labelled_only)
     cfg = SuccessTrainConfig(steps=vision.success_steps, seed=loop.seed, threads=vision.threads)
     result = train_success_classifier(data, encoder, cfg)
     save_success_classifier(result.classifier, d)
     clf = load_success_classifier(d)  # what a resumed run will use, bit for bit
-    metrics = {"vision/success_seconds": float(result.seconds), "vision/success_threshold": float(clf.threshold)}
+    metrics = {"vision/success_seconds": float(result.seconds), "vision/success_threshold": float(clf.threshold),
+               "vision/success_frames": float(len(data)), "vision/success_episodes": float(len(data.episodes)),
+               "vision/success_labelled": float(data.labelled)}
     for name, scores in (("success", result.test), ("success_calib", result.calibration)):
         for k in ("precision", "recall"):
             v = (scores or {}).get(k)
             if v is not None:  # None: no positive prediction / no success step in those held-out episodes
                 metrics[f"vision/{name}_{k}"] = float(v)
-    log.info("success classifier trained on %d demo steps: test %s", len(data), result.test)
+    log.info("success classifier trained on %d steps of %s: test %s", len(data), groups, result.test)
     return clf, metrics
+
+
+def use_classifier(readers, classifier) -> None:
+    """Make `classifier` the reward of every reader in `readers` (LatentReaders of one run): later
+    episodes are cached with its decisions, and every cached step's `success_pred` is derived again."""
+    for reader in readers:
+        reader.classifier = classifier
+        cache = reader.cache
+        if isinstance(cache, LatentCache):
+            cache.classifier = classifier
+            if cache.size:
+                key = classifier.config.proprio_key if classifier.config.proprio_dim else None
+                rows = {key: cache.view(key)} if key else {}
+                cache.view(SUCCESS_PRED_KEY)[:] = success_decisions(classifier, cache.view(LATENT_KEY), rows)
 
 
 class LatentCache(StepCache):
