@@ -129,16 +129,12 @@ def train_success(run_dir: Path | str, loop: LoopConfig, encoder: Encoder, group
 
 def use_classifier(readers, classifier) -> None:
     """Make `classifier` the reward of every reader in `readers` (LatentReaders of one run): later
-    episodes are cached with its decisions, and every cached step's `success_pred` is derived again."""
+    episodes are cached with its decisions, and every cached step's `success_pred` is derived again
+    (a reader whose cache is not built yet builds it with the new classifier)."""
     for reader in readers:
         reader.classifier = classifier
-        cache = reader.cache
-        if isinstance(cache, LatentCache):
-            cache.classifier = classifier
-            if cache.size:
-                key = classifier.config.proprio_key if classifier.config.proprio_dim else None
-                rows = {key: cache.view(key)} if key else {}
-                cache.view(SUCCESS_PRED_KEY)[:] = success_decisions(classifier, cache.view(LATENT_KEY), rows)
+        if isinstance(reader.cache, LatentCache):
+            reader.cache.use(classifier)
 
 
 class LatentCache(StepCache):
@@ -165,6 +161,13 @@ class LatentCache(StepCache):
         if self.classifier is not None:
             out[SUCCESS_PRED_KEY] = success_decisions(self.classifier, latent, arrays)
         super().add(episode_id, out, terminal)
+
+    def use(self, classifier) -> None:
+        """Cache later episodes with `classifier`'s decisions and derive every cached step's again."""
+        self.classifier = classifier
+        if self.size:
+            views = {k: self.view(k) for k in self.data}
+            self.view(SUCCESS_PRED_KEY)[:] = success_decisions(classifier, views[LATENT_KEY], views)
 
 
 def success_decisions(classifier, latent: np.ndarray, arrays: dict[str, np.ndarray]) -> np.ndarray:
