@@ -105,11 +105,28 @@ def test_missing_checkpoints(tmp_path):
 def test_nothing_is_unpickled(saved, monkeypatch):
     import pickle
 
+    import torch.serialization
+
+    calls = []
+
     def refuse(*a, **k):
+        calls.append(a)
         raise AssertionError("pickle used")
 
+    class RefusingUnpickler:
+        def __init__(self, *a, **k):
+            refuse(*a, **k)
+
+    monkeypatch.setattr(pickle, "Unpickler", RefusingUnpickler)
     monkeypatch.setattr(pickle, "load", refuse)
     monkeypatch.setattr(pickle, "loads", refuse)
     monkeypatch.setattr(torch, "load", refuse)
-    checkpoint.load(saved[1])
-    assert np.isfinite(1.0)
+    monkeypatch.setattr(torch.serialization, "load", refuse)
+    model, path = saved
+    loaded, _ = checkpoint.load(path)
+    assert calls == []
+    want, got = model.state_dict(), loaded.state_dict()
+    assert want.keys() == got.keys()
+    for k in want:
+        assert torch.equal(want[k], got[k]), k
+    assert torch.all(got["lat_std"] == 2.5)
