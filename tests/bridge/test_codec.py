@@ -131,15 +131,35 @@ def test_truncated_bytes_raise_decode_error(cut):
         codec.decode(raw[:cut], "sensor_msgs/msg/JointState")
 
 
-def test_garbage_raises_decode_error():
+def test_garbage_raises_decode_error_or_decodes_to_a_message_that_round_trips():
+    # random bytes behind a valid header are sometimes a valid message (any 24 bytes are a Vector3):
+    # what is guaranteed is a DecodeError (never another exception) or a message of the asked type
+    # whose encoding decodes back to the same bytes
     rng = np.random.default_rng(1)
+    outcomes = {"raised": 0, "decoded": 0}
     for _ in range(300):
         raw = b"\x00\x01\x00\x00" + rng.integers(0, 256, int(rng.integers(0, 64)), dtype=np.uint8).tobytes()
         for typename in codec.REGISTRY:
             try:
-                codec.decode(raw, typename)
+                msg = codec.decode(raw, typename)
             except DecodeError:
-                pass
+                outcomes["raised"] += 1
+                continue
+            outcomes["decoded"] += 1
+            assert msg.__msgtype__ == typename
+            again = codec.encode(msg)
+            assert codec.encode(codec.decode(again, typename)) == again, typename
+    assert outcomes["raised"] > 0 and outcomes["decoded"] > 0, outcomes
+
+
+@pytest.mark.parametrize("header", [b"", b"\x00", b"\x01\x01\x00\x00", b"\x00\x05\x00\x00", b"\xff\xff\x00\x00"])
+def test_a_bad_encapsulation_header_always_raises_decode_error(header):
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        raw = header + (rng.integers(0, 256, 64, dtype=np.uint8).tobytes() if len(header) == 4 else b"")
+        for typename in codec.REGISTRY:
+            with pytest.raises(DecodeError):
+                codec.decode(raw, typename)
 
 
 def test_huge_sequence_length_is_rejected_without_allocating():
