@@ -3,14 +3,12 @@ episode plays, a control goes through the token dialog, and screenshots are save
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from tests.dashboard.conftest import TOKEN
 
 # wait_for_function takes arrow functions: a bare expression would need eval, which the page's CSP forbids
-SHOTS = Path(__file__).resolve().parents[2] / "bench" / "out"  # git-ignored
 
 # pixels of a canvas close to a colour: proof that the line itself was drawn (not just the axes)
 INK = """([sel, r, g, b]) => {
@@ -35,7 +33,7 @@ def page(server, browser):
     return pg, errors
 
 
-def test_curves_render(page):
+def test_curves_render(page, tmp_path):
     pg, errors = page
     pg.wait_for_selector('.chart[data-metric="loss/critic"][data-points]', timeout=10_000)
     assert int(pg.get_attribute('.chart[data-metric="loss/critic"]', "data-points")) > 100
@@ -44,12 +42,11 @@ def test_curves_render(page):
     assert pg.inner_text("#phase").lower() == "training"
     assert "connected" in pg.inner_text("#robot")
     pg.wait_for_selector("#live.on", timeout=10_000)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / "dashboard-run.png"), full_page=True)
+    pg.screenshot(path=str(tmp_path / "dashboard-run.png"), full_page=True)
     assert not errors, errors
 
 
-def test_episode_plays(page):
+def test_episode_plays(page, tmp_path):
     pg, errors = page
     pg.click('#tabs button[data-tab="episodes"]')
     pg.wait_for_selector("#episodes-table tbody tr[data-group]")
@@ -72,7 +69,7 @@ def test_episode_plays(page):
     assert "action [" in pg.inner_text("#readout")
     pg.keyboard.press("ArrowLeft")
     assert pg.input_value("#scrubber") == str(t - 1)
-    pg.screenshot(path=str(SHOTS / "dashboard-episode.png"), full_page=True)
+    pg.screenshot(path=str(tmp_path / "dashboard-episode.png"), full_page=True)
     assert not errors, errors
 
 
@@ -86,7 +83,7 @@ def test_imagine_says_there_is_no_world_model(page):
     assert not errors, errors
 
 
-def test_control_asks_for_the_token(page, run_dir):
+def test_control_asks_for_the_token(page, run_dir, tmp_path):
     pg, errors = page
     before = set((run_dir / "control" / "requests").glob("*.json")) if (run_dir / "control").exists() else set()
     pg.click('button[data-control="pause"]')
@@ -101,5 +98,5 @@ def test_control_asks_for_the_token(page, run_dir):
     pg.click('#tabs button[data-tab="policies"]')
     pg.wait_for_selector("#comparison-table tbody tr td")
     assert "report/eval_v2.json" in pg.inner_text("#comparison-table")
-    pg.screenshot(path=str(SHOTS / "dashboard-policies.png"), full_page=True)
+    pg.screenshot(path=str(tmp_path / "dashboard-policies.png"), full_page=True)
     assert not errors, errors

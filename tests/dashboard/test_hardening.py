@@ -101,6 +101,16 @@ def test_short_tokens_are_refused(tmp_path):
     assert res.exit_code != 0 and "at least 16 characters" in out, out
 
 
+def _until_not_429(send, timeout_s: float = 30.0) -> httpx.Response:
+    """Send until the answer is not 429 (each 429 says retry-after 1); fails if that takes over `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while (r := send()).status_code == 429:
+        assert r.headers["retry-after"] == "1", r.headers
+        assert time.monotonic() < deadline, f"still backing off after {timeout_s} s: {r.json()}"
+        time.sleep(0.05)
+    return r
+
+
 def test_wrong_tokens_make_a_client_back_off(tmp_path):
     run = _run(tmp_path)
     with _serve(run, auth_free_failures=3) as srv, httpx.Client(base_url=srv.url, timeout=10) as c:
@@ -111,8 +121,8 @@ def test_wrong_tokens_make_a_client_back_off(tmp_path):
         assert r.status_code == 429 and r.headers["retry-after"] == "1" and "wait" in r.json()["detail"]
         with _other_client(srv.url) as other:  # per client: another address is not held back
             assert other.post("/api/control/pause", json={}, headers=AUTH).status_code == 202
-        time.sleep(1.1)
-        assert c.post("/api/control/pause", json={}, headers=AUTH).status_code == 202
+        # the back-off ends: wait for it (refused unchecked meanwhile), not for a fixed time
+        assert _until_not_429(lambda: c.post("/api/control/pause", json={}, headers=AUTH)).status_code == 202
         assert c.post("/api/control/pause", json={}, headers=wrong).status_code == 403  # the count was cleared
         assert c.post("/api/control/pause", json={}, headers=AUTH).status_code == 202
     # the next wait doubles, up to the maximum; memory is bounded however many clients fail
@@ -165,7 +175,8 @@ def test_one_client_cannot_take_every_stream_slot(tmp_path):
 
 
 class SlowImagination:
-    """An imagination provider that takes 0.25 s per rollout, one at a time (as the world model's does)."""
+    """An imagination provider that runs one rollout at a time (as the world model's does), each held
+    until the test sets `release`."""
 
     version = 3
 
@@ -173,13 +184,16 @@ class SlowImagination:
         self.lock = threading.Lock()
         self.calls = 0
         self.inside = self.most_inside = 0  # threads in imagine() at once, waiting ones included
+        self.entered = threading.Event()  # a rollout has started
+        self.release = threading.Event()
 
     def imagine(self, group, episode, camera, start, horizon):
         self.inside += 1
         self.most_inside = max(self.most_inside, self.inside)
         try:
             with self.lock:
-                time.sleep(0.25)
+                self.entered.set()
+                assert self.release.wait(timeout=60), "the test never released the rollouts"
                 self.calls += 1
                 return np.full((horizon, 16, 16, 3), 128, np.uint8)
         finally:
@@ -202,15 +216,22 @@ def test_imagine_work_is_bounded(tmp_path):
                 futs = [
                     pool.submit(c.get, "/api/episodes/demo/0/imagine/front", params={"horizon": 4}) for _ in range(60)
                 ]
-                time.sleep(0.3)
-                t0 = time.perf_counter()
-                assert probe.get("/api/run").status_code == 200
-                took = time.perf_counter() - t0
+                try:
+                    assert provider.entered.wait(timeout=30), "no imagine request reached the provider"
+                    # while the one rollout is held, 4 more wait and the other 55 are answered 429 at once
+                    deadline = time.monotonic() + 30
+                    while (n := sum(f.done() for f in futs)) < 55:
+                        assert time.monotonic() < deadline, f"only {n} of 60 imagine requests answered in 30 s"
+                        time.sleep(0.02)
+                    # the rest of the API answers while a rollout holds its thread and others wait
+                    assert probe.get("/api/run").status_code == 200
+                    assert provider.calls == 0 and provider.inside == 1
+                finally:
+                    provider.release.set()
                 answers = [f.result() for f in futs]
     codes = [r.status_code for r in answers]
-    assert took < 1.0, f"/api/run took {took:.2f} s while imagine requests were queued"
     # one rollout at a time holds a thread; a few wait without one; the rest are told to retry
-    assert codes.count(200) + codes.count(429) == 60 and codes.count(429) >= 30, codes
+    assert codes.count(200) == 5 and codes.count(429) == 55, codes
     assert provider.most_inside == 1
     busy = next(r for r in answers if r.status_code == 429)
     assert busy.headers["retry-after"] == "1" and "imagine" in busy.json()["detail"]

@@ -234,16 +234,17 @@ def test_no_world_model_and_no_provider(tmp_path):
 
 
 class SlowPlay(WorldModelPlay):
-    """The real provider, each step 1 s slower: long enough to see the queue full."""
+    """The real provider, each step held until the test sets `release`: the queue stays full meanwhile."""
 
     def __init__(self, source):
         super().__init__(source)
         self.inside = 0
+        self.release = threading.Event()
 
     def step(self, state, action):
         self.inside += 1
         try:
-            time.sleep(1.0)
+            assert self.release.wait(timeout=60), "the test never released the step"
             return super().step(state, action)
         finally:
             self.inside -= 1
@@ -258,19 +259,23 @@ def test_play_shares_the_bounded_imagine_queue(tmp_path):
         other = httpx.Client(base_url=srv.url, timeout=30)
         t = threading.Thread(target=lambda: slow.append(steps(other, sid, [[0, 0, 0, 0]])[0]))
         t.start()
-        deadline = time.monotonic() + 5
-        while provider.inside == 0:
-            assert time.monotonic() < deadline, "the first step did not start"
-            time.sleep(0.01)
-        busy = c.post(f"/api/play/{sid}/step", json={"action": [0, 0, 0, 0]})
-        assert busy.status_code == 429 and busy.headers["retry-after"] == "1", busy.text
-        assert "imagine and play" in busy.json()["detail"]
-        assert c.get("/api/episodes/demo/0/imagine/front", params={"horizon": 2}).status_code == 429
-        assert c.post("/api/play", json=START).status_code == 429
-        took = time.monotonic()
-        assert c.get("/api/run").status_code == 200
-        assert time.monotonic() - took < 0.5  # the rest of the API is not held up
-        t.join()
+        try:
+            deadline = time.monotonic() + 30
+            while provider.inside == 0:
+                assert time.monotonic() < deadline, "the first step did not start in 30 s"
+                time.sleep(0.01)
+            busy = c.post(f"/api/play/{sid}/step", json={"action": [0, 0, 0, 0]})
+            assert busy.status_code == 429 and busy.headers["retry-after"] == "1", busy.text
+            assert "imagine and play" in busy.json()["detail"]
+            assert c.get("/api/episodes/demo/0/imagine/front", params={"horizon": 2}).status_code == 429
+            assert c.post("/api/play", json=START).status_code == 429
+            # the rest of the API is not held up: it answers while the step still holds the queue
+            assert c.get("/api/run").status_code == 200
+            assert provider.inside == 1 and not slow
+        finally:
+            provider.release.set()
+        t.join(timeout=60)
+        assert not t.is_alive(), "the held step did not finish after its release"
         other.close()
         assert slow[0].status_code == 200 and slow[0].headers["x-play-step"] == "1"
         assert c.post(f"/api/play/{sid}/step", json={"action": [0, 0, 0, 0]}).headers["x-play-step"] == "2"

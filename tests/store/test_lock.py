@@ -52,9 +52,8 @@ def test_a_writer_killed_while_holding_the_lock_leaves_no_stale_lock(tmp_path):
     p.wait(timeout=30)
     lock_file = tmp_path / "store" / "demo" / "writer.lock"
     assert lock_file.read_text() == str(pid)  # the dead holder's pid is still in the file: no cleanup ran
-    t0 = time.monotonic()
-    with store.writer("demo") as w:  # taken at once: the kernel released the dead holder's flock
-        assert time.monotonic() - t0 < 1.0
+    assert not store.writer_active("demo")  # the kernel released the dead holder's flock
+    with store.writer("demo") as w:  # taken without waiting (the lock is tried once, LOCK_NB): no stale lock
         assert lock_file.read_text() == str(os.getpid())
         rec = w.append_episode(make_episode(2, 5))
     assert rec.episode == 0  # the killed holder's half-written episode never committed
