@@ -35,6 +35,14 @@ def bad_messages(now: int) -> dict[str, list]:
     }
 
 
+def wait_matched(transport: DdsTransport, topics: list[str], timeout_s: float = 30.0) -> None:
+    """Wait until every publisher of `topics` on `transport` has matched a subscriber (DDS discovery)."""
+    deadline = time.monotonic() + timeout_s
+    while unmatched := [t for t in topics if transport.matched_subscribers(t) < 1]:
+        assert time.monotonic() < deadline, f"no subscriber matched {unmatched} within {timeout_s} s"
+        time.sleep(0.02)
+
+
 def test_bad_input_is_counted_and_never_recorded(tmp_path):
     profile = small_profile(tmp_path, wrench=WRENCH)
     publish_policy(tmp_path / "run")
@@ -45,7 +53,7 @@ def test_bad_input_is_counted_and_never_recorded(tmp_path):
             ("/cam/corner/image_raw", "sensor_msgs/msg/Image"), ("/joint_states", "sensor_msgs/msg/JointState"),
             ("/ft_sensor", "geometry_msgs/msg/WrenchStamped")]}
         op.wait_ready()
-        time.sleep(0.5)  # let the bridge match the extra publisher
+        wait_matched(bad, list(pubs))  # the bridge's readers know the extra publishers before the sequence
 
         # the wrench stream belongs to the attacker alone: stamps go good, duplicate, backwards, NaN
         t0 = time.time_ns()

