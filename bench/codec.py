@@ -1,4 +1,4 @@
-"""CDR codec: the hand-written reference (robot_bridge/codec/handwritten.py) against rosbags'
+"""CDR codec: the hand-written reference (bench/codec_handwritten.py) against rosbags'
 serialize_cdr / deserialize_cdr, the path the bridge uses (robot_bridge/codec/typestore.py).
 
     .venv/bin/python bench/codec.py [--repeat 300]
@@ -14,7 +14,9 @@ a hand-written path only where that ratio is at least 2.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -22,7 +24,9 @@ from rich.table import Table
 
 from robot_bridge.codec import Float32MultiArray, Header, Image, JointState, String, Time, default_types
 from robot_bridge.codec.arrays import array_msg
-from robot_bridge.codec.handwritten import decode_handwritten, encode_handwritten
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.codec_handwritten import decode_handwritten, encode_handwritten  # noqa: E402
 
 
 def messages() -> list[tuple[str, object]]:

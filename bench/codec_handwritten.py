@@ -1,9 +1,10 @@
-"""The hand-written CDR path over the dataclasses of messages.py.
+"""The hand-written CDR codec over the dataclasses of robot_bridge/codec/messages.py: the
+reference bench/codec.py times rosbags against.
 
-Decoding stays here only for the types where bench/codec.py measures it at least 2x faster than
-rosbags (raw and compressed images: one copy-free numpy view of the pixels); see HAND_DECODED in
-typestore.py. The encoder is kept as the reference bench/codec.py compares rosbags against, and
-tests/bridge/test_codec.py holds both to rosbags' bytes.
+Nothing in the bridge uses it: bench/codec.py found it not 2x faster than rosbags for any type, so
+every message goes through rosbags (robot_bridge/codec/typestore.py, `MessageTypes`). It stays for
+the benchmark, and tests/bridge/test_codec.py holds its encoder and decoder to rosbags' bytes
+(Humble and Jazzy) so the comparison stays a fair one.
 """
 
 from __future__ import annotations

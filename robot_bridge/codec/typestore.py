@@ -2,9 +2,9 @@
 
 `MessageTypes` is the one place messages are (de)serialised: rosbags' `serialize_cdr` /
 `deserialize_cdr`, fed a memoryview so numeric arrays (image pixels included) are read-only
-views of the received bytes, not copies. bench/codec.py measured that path against the
-hand-written codec (handwritten.py) and found the hand-written one not 2x faster for any type,
-so nothing goes through it any more (docs/bridge.md, "Message types").
+views of the received bytes, not copies. bench/codec.py measured that path against a
+hand-written codec and found the hand-written one not 2x faster for any type, so the package
+has none any more: it lives on in bench/ as the benchmark's reference (docs/bridge.md, "Message types").
 
 The dataclasses of messages.py stay as a convenient way to build the common messages; `encode`
 turns them into rosbags' classes. The DDS transport derives its topic types from the same field

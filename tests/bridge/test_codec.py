@@ -1,6 +1,6 @@
 """Codec conformance: the dataclasses of messages.py encode (through rosbags, and through the
-hand-written reference codec bench/codec.py compares against) to rosbags' bytes (Humble and Jazzy),
-and both decode theirs."""
+hand-written reference codec bench/codec.py compares against, bench/codec_handwritten.py) to
+rosbags' bytes (Humble and Jazzy), and both decode theirs."""
 
 import dataclasses
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
+from bench.codec_handwritten import decode_handwritten, encode_handwritten
 from robot_bridge import codec
 from robot_bridge.codec import (
     Bool,
@@ -25,7 +26,6 @@ from robot_bridge.codec import (
     Wrench,
     WrenchStamped,
 )
-from robot_bridge.codec.handwritten import decode_handwritten, encode_handwritten
 from robot_bridge.errors import DecodeError
 
 STORES = {"humble": get_typestore(Stores.ROS2_HUMBLE), "jazzy": get_typestore(Stores.ROS2_JAZZY)}
