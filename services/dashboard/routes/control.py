@@ -13,11 +13,15 @@ from fastapi import APIRouter, Depends
 
 from services.dashboard.context import AppContext
 from services.dashboard.models import ControlBody, ControlView, LabelBody
-from services.dashboard.routes.deps import CONTROL_ERRORS, control_access, get_ctx
+from services.dashboard.routes.deps import CONTROL_ERRORS, AuthFirstRoute, control_access, get_ctx
 from worldsample.runlog.control import ControlKind
 
 router = APIRouter(
-    prefix="/api/control", tags=["control"], dependencies=[Depends(control_access)], responses=CONTROL_ERRORS
+    prefix="/api/control",
+    tags=["control"],
+    dependencies=[Depends(control_access)],
+    responses=CONTROL_ERRORS,
+    route_class=AuthFirstRoute,  # the token before the body: 401/403, never a 422 first
 )
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import Depends, Request
+from collections.abc import Awaitable, Callable
+
+from fastapi import Depends, Request, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 
@@ -40,9 +43,48 @@ async def get_ctx(request: Request) -> AppContext:
     return request.app.state.ctx
 
 
+# the access checks that already passed for this request (AuthFirstRoute runs them before the body is
+# read; the dependency, which FastAPI solves after that, then skips the second check)
+_CHECKED = "dashboard.auth_checked"
+
+
+def _checked(request: Request, kind: str) -> bool:
+    return kind in request.scope.get(_CHECKED, ())
+
+
+def _mark(request: Request, kind: str) -> None:
+    request.scope.setdefault(_CHECKED, set()).add(kind)
+
+
 async def read_access(request: Request, _=Depends(bearer_scheme)) -> None:
-    request.app.state.ctx.guard.read(request)
+    if not _checked(request, "read"):
+        request.app.state.ctx.guard.read(request)
+        _mark(request, "read")
 
 
 async def control_access(request: Request, _=Depends(bearer_scheme)) -> None:
-    request.app.state.ctx.guard.control(request)
+    if not _checked(request, "control"):
+        request.app.state.ctx.guard.control(request)
+        _mark(request, "control")
+
+
+class AuthFirstRoute(APIRoute):
+    """The route class of every router here: a route that has read_access or control_access among
+    its dependencies (its router's or its own) runs that check before FastAPI reads the body or
+    validates a parameter. FastAPI parses a JSON body (a malformed one is a 422) before it solves
+    any dependency, so the dependency alone would answer an unauthenticated client 422 and tell it
+    what the route accepts; with this it gets 401/403/429 first. The dependency stays, so the
+    OpenAPI schema declares the bearer scheme on each operation (and skips its second check)."""
+
+    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        handler = super().get_route_handler()
+        checks = [d.dependency for d in self.dependencies if d.dependency in (control_access, read_access)]
+        if not checks:
+            return handler
+
+        async def auth_first(request: Request) -> Response:
+            for check in checks:
+                await check(request)
+            return await handler(request)
+
+        return auth_first

@@ -10,10 +10,12 @@ from fastapi import APIRouter, Depends, Path, Query
 from services.dashboard.context import AppContext
 from services.dashboard.errors import BadRequest, RangeNotSatisfiable
 from services.dashboard.models import EpisodeDetail, EpisodePage, EpisodeSummary, KeyInfo, StepsPage
-from services.dashboard.routes.deps import RANGE_ERRORS, READ_ERRORS, get_ctx, read_access
+from services.dashboard.routes.deps import RANGE_ERRORS, READ_ERRORS, AuthFirstRoute, get_ctx, read_access
 from worldsample.store import EpisodeRecord, Label, Provenance
 
-router = APIRouter(prefix="/api/episodes", tags=["episodes"], dependencies=[Depends(read_access)])
+router = APIRouter(
+    prefix="/api/episodes", tags=["episodes"], dependencies=[Depends(read_access)], route_class=AuthFirstRoute
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 GroupP = Annotated[Provenance, Path(description="store group")]
 EpisodeP = Annotated[int, Path(ge=0, le=2**53, description="episode id in the group")]

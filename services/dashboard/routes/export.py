@@ -19,12 +19,14 @@ from fastapi.responses import StreamingResponse
 
 from services.dashboard.context import AppContext, WorkQueue
 from services.dashboard.errors import EpisodeDamaged, NotFound
-from services.dashboard.routes.deps import READ_ERRORS, ErrorBody, get_ctx, read_access
+from services.dashboard.routes.deps import READ_ERRORS, AuthFirstRoute, ErrorBody, get_ctx, read_access
 from services.dashboard.routes.episodes import EpisodeP, GroupP
 from worldsample.errors import StoreCorruptError, StoreError
 from worldsample.export.foxglove import MEDIA_TYPE, write_episode
 
-router = APIRouter(prefix="/api/episodes", tags=["episodes"], dependencies=[Depends(read_access)])
+router = APIRouter(
+    prefix="/api/episodes", tags=["episodes"], dependencies=[Depends(read_access)], route_class=AuthFirstRoute
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 RUNNING, WAITING = 1, 2
 BLOCK = 1 << 20

@@ -19,14 +19,20 @@ from fastapi.responses import StreamingResponse
 from services.dashboard import images
 from services.dashboard.context import AppContext
 from services.dashboard.errors import BadRequest, NotFound, NotImplementedYet, RangeNotSatisfiable
-from services.dashboard.routes.deps import RANGE_ERRORS, ErrorBody, get_ctx, read_access
+from services.dashboard.routes.deps import RANGE_ERRORS, AuthFirstRoute, ErrorBody, get_ctx, read_access
 from services.dashboard.routes.episodes import EpisodeP, GroupP
 from worldsample.errors import WorldSampleError
 from worldsample.paths import RunFiles
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/api/episodes", tags=["frames"], dependencies=[Depends(read_access)], responses=RANGE_ERRORS)
+router = APIRouter(
+    prefix="/api/episodes",
+    tags=["frames"],
+    dependencies=[Depends(read_access)],
+    responses=RANGE_ERRORS,
+    route_class=AuthFirstRoute,
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 CameraP = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="camera name")]
 RunQ = Annotated[

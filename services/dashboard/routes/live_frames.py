@@ -13,10 +13,16 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from services.dashboard import live_frames
 from services.dashboard.context import AppContext
-from services.dashboard.routes.deps import READ_ERRORS, get_ctx, read_access
+from services.dashboard.routes.deps import READ_ERRORS, AuthFirstRoute, get_ctx, read_access
 from services.dashboard.routes.frames import NOT_MODIFIED, REVALIDATE, CameraP, not_modified
 
-router = APIRouter(prefix="/api/live", tags=["frames"], dependencies=[Depends(read_access)], responses=READ_ERRORS)
+router = APIRouter(
+    prefix="/api/live",
+    tags=["frames"],
+    dependencies=[Depends(read_access)],
+    responses=READ_ERRORS,
+    route_class=AuthFirstRoute,
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 
 

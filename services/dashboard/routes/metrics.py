@@ -10,9 +10,15 @@ from fastapi import APIRouter, Depends, Query
 from services.dashboard.context import AppContext
 from services.dashboard.errors import BadRequest, NotFound
 from services.dashboard.models import LatestValue, MetricsLatest, MetricsSeries, Series
-from services.dashboard.routes.deps import READ_ERRORS, get_ctx, read_access
+from services.dashboard.routes.deps import READ_ERRORS, AuthFirstRoute, get_ctx, read_access
 
-router = APIRouter(prefix="/api/metrics", tags=["metrics"], responses=READ_ERRORS, dependencies=[Depends(read_access)])
+router = APIRouter(
+    prefix="/api/metrics",
+    tags=["metrics"],
+    responses=READ_ERRORS,
+    dependencies=[Depends(read_access)],
+    route_class=AuthFirstRoute,
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 MAX_SERIES = 64
 

@@ -19,7 +19,7 @@ from services.dashboard.context import AppContext
 from services.dashboard.errors import NotFound, NotImplementedYet, RangeNotSatisfiable, Unprocessable
 from services.dashboard.models import PlayActionBody, PlaySessionView, PlayStartBody
 from services.dashboard.play import PlayProvider, PlayState
-from services.dashboard.routes.deps import RANGE_ERRORS, ErrorBody, get_ctx, read_access
+from services.dashboard.routes.deps import RANGE_ERRORS, AuthFirstRoute, ErrorBody, get_ctx, read_access
 from worldsample.paths import RunFiles
 
 
@@ -37,7 +37,13 @@ PLAY_ERRORS = {
     429: _err("the world-model queue (shared with imagine) is full: retry after Retry-After; or too many wrong tokens"),
     501: _err("a world model checkpoint exists, but no play provider is wired in"),
 }
-router = APIRouter(prefix="/api/play", tags=["play"], dependencies=[Depends(read_access)], responses=PLAY_ERRORS)
+router = APIRouter(
+    prefix="/api/play",
+    tags=["play"],
+    dependencies=[Depends(read_access)],
+    responses=PLAY_ERRORS,
+    route_class=AuthFirstRoute,
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 SessionP = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{16,64}$", description="the session's id (from POST /api/play)")]
 HEADERS = {

@@ -9,10 +9,16 @@ from fastapi import APIRouter, Depends, Path
 from services.dashboard import artifacts
 from services.dashboard.context import AppContext
 from services.dashboard.models import PolicyOverview, ReportEntry
-from services.dashboard.routes.deps import READ_ERRORS, get_ctx, read_access
+from services.dashboard.routes.deps import READ_ERRORS, AuthFirstRoute, get_ctx, read_access
 from services.dashboard.versions import version_table
 
-router = APIRouter(prefix="/api", tags=["policies"], dependencies=[Depends(read_access)], responses=READ_ERRORS)
+router = APIRouter(
+    prefix="/api",
+    tags=["policies"],
+    dependencies=[Depends(read_access)],
+    responses=READ_ERRORS,
+    route_class=AuthFirstRoute,
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 
 

@@ -10,10 +10,10 @@ from fastapi.responses import StreamingResponse
 from services.dashboard.context import AppContext
 from services.dashboard.models import ControlView, EventPage, EventView, RunOverview
 from services.dashboard.overview import build_overview, control_views
-from services.dashboard.routes.deps import READ_ERRORS, get_ctx, read_access
+from services.dashboard.routes.deps import READ_ERRORS, AuthFirstRoute, get_ctx, read_access
 from worldsample import __version__
 
-router = APIRouter(prefix="/api", tags=["run"], responses=READ_ERRORS)
+router = APIRouter(prefix="/api", tags=["run"], responses=READ_ERRORS, route_class=AuthFirstRoute)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 
 

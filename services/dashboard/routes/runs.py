@@ -9,9 +9,11 @@ from fastapi import APIRouter, Depends, Path, Query
 from services.dashboard import runinfo
 from services.dashboard.context import AppContext
 from services.dashboard.models import ConfigView, MetricsSeries, SiblingRuns
-from services.dashboard.routes.deps import READ_ERRORS, get_ctx, read_access
+from services.dashboard.routes.deps import READ_ERRORS, AuthFirstRoute, get_ctx, read_access
 
-router = APIRouter(prefix="/api", tags=["runs"], dependencies=[Depends(read_access)], responses=READ_ERRORS)
+router = APIRouter(
+    prefix="/api", tags=["runs"], dependencies=[Depends(read_access)], responses=READ_ERRORS, route_class=AuthFirstRoute
+)
 Ctx = Annotated[AppContext, Depends(get_ctx)]
 RunNameP = Annotated[
     str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", description="a directory beside this run (/api/runs)")
