@@ -4,6 +4,8 @@ measured in the README: without it, SAC fine-tuning from few demonstrations lose
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -15,6 +17,11 @@ class LearnerConfig(BaseModel):
     layer_norm: bool = Field(True, description="LayerNorm in the critic (and actor) MLPs")
     critics: int = Field(
         2, ge=2, le=20, description="critic ensemble size; 2 is RLlib's twin-Q SAC (HIL-SERL), 10 is RLPD"
+    )
+    critic: Literal["rllib", "mlp"] = Field(
+        "rllib",
+        description="rllib: RLlib 2.60's SAC Q-network (obs and action streams joined by fusion layers of 256 "
+        "tanh units); mlp: an MLP of `hidden` on [obs, action] (HIL-SERL/RLPD), learner/mlp_critic.py",
     )
     target_subset: int = Field(
         2, ge=1, description="Bellman target: min over a random subset of this many target critics"

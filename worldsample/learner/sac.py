@@ -274,16 +274,17 @@ class SACAgent:
         model = DefaultModelConfig(
             fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[]
         )
-        if cfg.critics == 2:
+        if cfg.critic == "mlp":
+            from worldsample.learner.mlp_critic import MLPCriticEnsembleModule, MLPCriticSACCatalog, MLPCriticSACModule
+
+            module = MLPCriticSACModule if cfg.critics == 2 else MLPCriticEnsembleModule
+            spec = RLModuleSpec(module_class=module, catalog_class=MLPCriticSACCatalog)
+        elif cfg.critics == 2:
             return {"model_config": model}  # RLlib's own twin-Q module
-        return {
-            "rl_module_spec": RLModuleSpec(module_class=EnsembleSACTorchRLModule),
-            "model_config": {
-                **dataclasses.asdict(model),
-                "num_critics": cfg.critics,
-                "target_subset": cfg.target_subset,
-            },
-        }
+        else:
+            spec = RLModuleSpec(module_class=EnsembleSACTorchRLModule)
+        extra = {"num_critics": cfg.critics, "target_subset": cfg.target_subset} if cfg.critics > 2 else {}
+        return {"rl_module_spec": spec, "model_config": {**dataclasses.asdict(model), **extra}}
 
     def _on_learner(self, fn, **kwargs):
         """Run fn on the (first) learner: in-process, or inside the remote Ray learner actor."""
