@@ -26,6 +26,7 @@ import typer
 
 from services.cli.common import ConfigOpt, SetOpt, as_command, console, friendly_errors, overrides_text
 from services.cli.dds_robot import DEFAULT_PROFILE, SimRobotOverDds
+from services.cli.progress import TrainingProgress
 from worldsample.config import RunConfig, config_history, load_config, load_run_config, record_config
 from worldsample.errors import ConfigError, RunDirectoryError
 from worldsample.paths import RunFiles
@@ -155,6 +156,9 @@ def run(
     keep_dashboard: Annotated[
         bool, typer.Option(help="Keep serving the dashboard after training (Ctrl-C to stop).")
     ] = False,
+    progress_every: Annotated[
+        float, typer.Option(min=0.5, help="Seconds between the progress lines printed while training.")
+    ] = 10.0,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -183,16 +187,12 @@ def run(
             from services.trainer.driver import train as run_train
 
             robot_procs = SimRobotOverDds(out, cfg, profile) if cfg.loop.robot == "bridge" else nullcontext()
-            with robot_procs as link, console.status("training...") as status:
+            url = f"http://127.0.0.1:{port}/" if dash is not None else None
+            progress = TrainingProgress(out, cfg.loop.real_steps, console, every_s=progress_every, dashboard=url)
+            with robot_procs as link, progress:
                 if link is not None:
                     console.print(f"simulated arm over DDS (domain {link.domain_id}, loopback) + bridge; logs in {out}")
-
-                def on_round(row: dict) -> None:
-                    sr = row.get("eval/success_rate")
-                    status.update(f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  "
-                                  f"updates {int(row.get('learner/updates', 0))}  "
-                                  f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
-                                  + (f"  eval success {100 * sr:.0f}%" if sr is not None else ""))
+                on_round = progress.on_round
 
                 # a robot process that dies ends the job at the loop's next step boundary, also while
                 # nothing is being committed (a dead arm commits nothing)

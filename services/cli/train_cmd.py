@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from services.cli.common import RUN, ConfigOpt, SetOpt, as_command, console, friendly_errors, overrides_text
+from services.cli.progress import TrainingProgress
 from worldsample.paths import RunFiles
 
 
@@ -88,6 +89,9 @@ def train(
                           "resources (up to --node-wait-s), or continue (start it again beside the driver).")
     ] = "wait",
     node_wait_s: Annotated[float, typer.Option(help="--on-node-loss wait: seconds to wait for a node.")] = 600.0,
+    progress_every: Annotated[
+        float, typer.Option(min=0.5, help="Seconds between the progress lines printed while training.")
+    ] = 10.0,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -119,16 +123,7 @@ def train(
                          on_node_loss=None if on_node_loss == "wait" else on_node_loss,
                          node_wait_s=None if node_wait_s == 600.0 else node_wait_s, config=config, set=set_)
     record_config(run, cfg, "resume" if resume else "train", command, overlay=config, overrides=overrides)
-    with console.status("training...") as status:
-        def on_round(row: dict) -> None:
-            sr = row.get("eval/success_rate")
-            status.update(
-                f"real steps {int(row['real_steps'])}/{cfg.loop.real_steps}  "
-                f"updates {int(row.get('learner/updates', 0))}  "
-                f"qf_loss {row.get('qf_loss', float('nan')):.3f}  "
-                f"synthetic {100 * row.get('batch/synthetic_share', 0):.0f}%"
-                + (f"  eval success {100 * sr:.0f}%" if sr is not None else "")
-            )
-
-        summary = run_train(run, cfg, resume=resume, address=address, on_round=on_round, placement=placement)
+    with TrainingProgress(run, cfg.loop.real_steps, console, every_s=progress_every) as progress:
+        summary = run_train(run, cfg, resume=resume, address=address, on_round=progress.on_round,
+                            placement=placement)
     print_summary(summary)

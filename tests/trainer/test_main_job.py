@@ -17,11 +17,15 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     env = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
     cmd = [sys.executable, "-m", "services.cli.main", "run", "--out", str(run), "--robot", "bridge", "--no-dashboard",
            "--set", "demos.episodes=2", "--set", "loop.real_steps=120", "--set", "loop.learner.bc_pretrain_steps=20",
-           "--set", "loop.world_model.train.holdout_every=2", *TINY]
+           "--set", "loop.world_model.train.holdout_every=2", "--progress-every", "1", *TINY]
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "simulated arm over DDS" in res.stdout and "trained" in res.stdout
     assert "best evaluated policy: v" in res.stdout
+    # the live progress line while it trains (every second here; every 10 s by default)
+    progress = [line for line in res.stdout.splitlines() if line.startswith("training  real steps")]
+    assert len(progress) >= 2, res.stdout[-3000:]
+    assert any("/120 (" in line and " lag " in line for line in progress), progress
     assert "world model v" in res.stdout and "held-out real episodes" in res.stdout  # fidelity in the summary
     # and its success and done heads' precision / recall (issue 17: reported in the run summary)
     assert "world model's heads on held-out real windows" in res.stdout
