@@ -4,14 +4,11 @@ returns to the real start, and the page logs no console error."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 
 from tests.dashboard.chromium import launch
 from tests.dashboard.test_play import play_run, serve
 
-SHOTS = Path(__file__).resolve().parents[2] / "bench" / "out"
 PIXELS = "() => document.querySelector('#play-frame').toDataURL()"
 
 
@@ -64,8 +61,9 @@ def test_play_drives_the_world_model_from_the_player(tmp_path):
         pg.keyboard.press("d")
         _step_is(pg, 1)
         assert pg.evaluate(PIXELS) == first
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(SHOTS / "dashboard-play.png"), full_page=True)
+        shot = tmp_path / "dashboard-play.png"  # never into the checkout
+        pg.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 0
         session = pg.get_attribute("#play-panel", "data-session")
         pg.click("#play-close")  # closes the server's session
         pg.wait_for_selector("#play-panel", state="hidden")
