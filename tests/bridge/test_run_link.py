@@ -1,7 +1,6 @@
 """Dashboard requests reach the bridge process through the run directory, and the bridge reports
 the robot's state there (worldsample.runlog)."""
 
-import time
 
 from tests.bridge.helpers import Rig, small_profile
 from worldsample.runlog import ControlChannel, StatusFile

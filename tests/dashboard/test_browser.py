@@ -3,7 +3,6 @@ episode plays, a control goes through the token dialog, and screenshots are save
 
 from __future__ import annotations
 
-
 import pytest
 
 from tests.dashboard.conftest import TOKEN

@@ -31,7 +31,6 @@ from worldsample.runlog.metrics import MetricsWriter
 from worldsample.runlog.status import RobotState, ServiceState, StatusFile
 from worldsample.store import EpisodeStore
 
-
 # the names the training loop logs (from a `make run` metrics.jsonl), plus world model, synthesis and one unknown
 LOOP_KEYS = """alpha_learning_rate alpha_loss alpha_value batch/demo batch/intervention batch/online batch/synthetic_neg
 batch/synthetic_pos batch/synthetic_share batch/zero_weight bc_mse episode/episode episode/interventions episode/length

@@ -91,5 +91,6 @@ def test_api_conforms_to_its_schema(fuzz_server):
     assert not unfuzzed, f"operations without a single generated case: {unfuzzed}"
     # and every operation that takes any input was sent invalid ones
     unnegated = sorted(op.label for op in operations
-                       if (list(op.iter_parameters()) or op.body) and calls[op.label, GenerationMode.NEGATIVE.value] < 1)
+                       if (list(op.iter_parameters()) or op.body)
+                       and calls[op.label, GenerationMode.NEGATIVE.value] < 1)
     assert not unnegated, f"operations with inputs but no invalid case: {unnegated}"

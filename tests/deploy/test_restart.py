@@ -32,7 +32,8 @@ def test_a_restarted_part_resumes_from_the_trainer_checkpoint(tmp_path):
 
     save_checkpoint(RunFiles.of(tmp_path).trainer, {"synth": {"steps_written": 41}}, {"round": 3})
     with LocalRay(tmp_path) as local:
-        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, _temp_dir=str(local.temp_dir))
+        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=str(local.temp_dir))
         try:
             part = ray_maker(ray, str(local.logs), run_dir=tmp_path)("synth", Counter, (str(tmp_path),))
             pid, n = part.call("bump").result()

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from worldsample.learner import LearnerConfig
-from worldsample.learner import sac
+from worldsample.learner import LearnerConfig, sac
 
 B, OBS, ACT = 32, 3, 2
 

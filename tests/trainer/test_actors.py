@@ -39,7 +39,8 @@ def test_actor_errors_become_one_line_errors(tmp_path):
             os._exit(3)
 
     with LocalRay(tmp_path) as local:
-        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, _temp_dir=str(local.temp_dir))
+        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=str(local.temp_dir))
         try:
             make = ray_maker(ray, str(local.logs))
             part = make("learner", Part, ())

@@ -354,6 +354,10 @@ class Loop:
 
     def learn(self) -> None:
         row = get(self.parts.learner, "learn", self.round.new_steps)
+        if not self.schedule.collects:
+            # the robot went on committing while the learner learned: the steps it has not learned from yet
+            self.real.refresh()
+            row = {**row, "learner/lag_steps": float(max(0, self.real.num_steps - self.seen_steps))}
         self.round.row.update(row)
         if "learner/updates" in row:
             self.status.set(learner_step=int(row["learner/updates"]))
