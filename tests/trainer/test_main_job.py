@@ -41,6 +41,8 @@ def test_run_with_the_simulated_arm_over_dds(tmp_path):
     assert verify.returncode == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("eval/success_rate" in r for r in rows) and any("wm/version" in r for r in rows)
+    lags = [r["learner/lag_steps"] for r in rows if "learner/lag_steps" in r]  # logged every learning round
+    assert lags, "no learner/lag_steps in metrics.jsonl"
     assert any(k.startswith("wm_eval/h1/") for r in rows for k in r)
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
     for name in ("sim-robot", "bridge"):
