@@ -58,18 +58,32 @@ def test_sigkill_at_random_points_keeps_committed_episodes(tmp_path):
     assert len(reported) > kills // 2, "the writer should have committed episodes between kills"
 
 
+def chunks_past(cdir: Path, committed_end: int, chunk_len: int) -> list[int]:
+    """The chunk files that hold only steps past the last committed one (a partial episode's)."""
+    first = -(-committed_end // chunk_len)  # the chunk the committed data ends in may be shared
+    if not cdir.is_dir():
+        return []
+    return sorted(int(c) for c in os.listdir(cdir) if int(c) >= first)
+
+
 def test_new_writer_after_crash_removes_partial_chunks(tmp_path):
     store = new_store(tmp_path, chunk_len=2)
     p = start_writer(tmp_path, count=10_000, step_sleep=0.02)
     assert p.stdout.readline().strip() == "ready"
-    p.stdout.readline()  # first commit done; the second episode is in flight
-    time.sleep(0.15)
+    assert p.stdout.readline().startswith("committed 0 ")  # the second episode is in flight
+    committed_end = max(rec.end for rec in store.reader("demo").records.values())
+    cdir = store.root / "demo" / "data" / "proprio" / "c"
+    # kill only once the in-flight episode has flushed chunks of its own, so the kill cannot land
+    # between episodes and leave nothing to clean up
+    deadline = time.monotonic() + 10
+    while not (partial := chunks_past(cdir, committed_end, 2)) and time.monotonic() < deadline:
+        time.sleep(0.005)
     os.kill(p.pid, signal.SIGKILL)
     p.communicate()
+    assert partial, "the in-flight episode never flushed a chunk before the kill"
     r = store.reader("demo")
-    committed_end = max(rec.end for rec in r.records.values())
+    assert max(rec.end for rec in r.records.values()) == committed_end, "the kill came after the next commit"
+    assert set(partial) <= set(chunks_past(cdir, committed_end, 2))  # the crash left them behind
     with store.writer("demo"):
         pass  # opening cleans up
-    cdir = store.root / "demo" / "data" / "proprio" / "c"
-    leftover = [int(c) for c in os.listdir(cdir) if int(c) * 2 >= committed_end + (committed_end % 2)]
-    assert leftover == []
+    assert chunks_past(cdir, committed_end, 2) == []
