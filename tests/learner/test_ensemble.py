@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from worldsample.learner import LearnerConfig
+from worldsample.learner import sac
 
-sac = pytest.importorskip("worldsample.learner.sac")
 B = 32
 
 
@@ -59,23 +59,30 @@ def test_ensemble_has_n_critics_and_targets_and_trains_them_all():
     assert q.shape == (B,) and np.isfinite(q).all()
 
 
-def test_zero_weight_samples_leave_every_critic_of_the_ensemble_unchanged():
-    def q_after(reward):
-        a = agent(4)
-        for _ in range(3):
-            torch.manual_seed(1)
-            a.update(batch(reward, 0.0))
-        mod = a.group._learner.module["default_policy"]
-        obs = torch.as_tensor(batch()["obs/proprio"])
-        act = torch.as_tensor(batch()["action"])
-        return np.stack(
-            [
-                mod._qf_forward_train_helper({"obs": obs, "actions": act}, e, h).detach().numpy()
-                for e, h in mod._critics()
-            ]
-        )
+def ensemble_q_after(reward: float, weight: float) -> np.ndarray:
+    """Every critic's Q on a fixed probe batch after 3 updates on `batch(reward, weight)`: (critics, B)."""
+    a = agent(4)
+    for _ in range(3):
+        torch.manual_seed(1)
+        a.update(batch(reward, weight))
+    mod = a.group._learner.module["default_policy"]
+    obs = torch.as_tensor(batch()["obs/proprio"])
+    act = torch.as_tensor(batch()["action"])
+    return np.stack(
+        [
+            mod._qf_forward_train_helper({"obs": obs, "actions": act}, e, h).detach().numpy()
+            for e, h in mod._critics()
+        ]
+    )
 
-    np.testing.assert_allclose(q_after(+50.0), q_after(-50.0), rtol=0, atol=1e-6)
+
+def test_zero_weight_samples_leave_every_critic_of_the_ensemble_unchanged_and_weighted_ones_move_each():
+    np.testing.assert_allclose(ensemble_q_after(+50.0, 0.0), ensemble_q_after(-50.0, 0.0), rtol=0, atol=1e-6)
+    # the positive control: the same rows with weight 1 do move every critic, each towards its reward
+    q_plus, q_minus = ensemble_q_after(+50.0, 1.0), ensemble_q_after(-50.0, 1.0)
+    assert q_plus.shape[0] == 4
+    gap = (q_plus - q_minus).mean(axis=1)
+    assert (gap > 1e-3).all(), gap
 
 
 def test_ensemble_config_is_checked_and_two_critics_is_rllibs_twin():

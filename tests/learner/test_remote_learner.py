@@ -3,11 +3,11 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+import ray
 
 from worldsample.learner import LearnerConfig
+from worldsample.learner import sac
 
-sac = pytest.importorskip("worldsample.learner.sac")
-ray = pytest.importorskip("ray")
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from worldsample.learner import LearnerConfig
+from worldsample.learner import sac
 
-sac = pytest.importorskip("worldsample.learner.sac")
 
 B = 32
 
