@@ -37,7 +37,10 @@ def test_the_cuts_are_a_per_step_quantile_of_heldout_disagreement(tmp_path):
     # the cut at each step is that step's 95 % quantile over the held-out windows
     np.testing.assert_allclose(cuts, np.quantile(unc, 0.95, axis=0), rtol=1e-6)
     assert ((unc <= cuts[None, :] * (1 + 1e-6)).mean(axis=0) >= 8 / 9).all()
-    assert rep["error_rank_corr"] is None or -1.0 <= rep["error_rank_corr"] <= 1.0
+    # the report's rank correlation is the one of these windows' mean disagreement and mean error,
+    # and on this seeded model and store disagreement does rank the errors (measured: 0.80 over 9 windows)
+    assert rep["error_rank_corr"] == pytest.approx(uncertainty.rank_correlation(unc.mean(axis=1), err.mean(axis=1)))
+    assert rep["error_rank_corr"] > 0.5
 
 
 def test_the_horizon_shrinks_to_the_heldout_episodes(tmp_path):
