@@ -5,14 +5,13 @@ import numpy as np
 import pytest
 import ray
 
-from worldsample.learner import LearnerConfig
-from worldsample.learner import sac
-
+from worldsample.learner import LearnerConfig, sac
 
 
 @pytest.fixture
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    # address="local": a Ray of this test's own, never a cluster already running on the machine
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 

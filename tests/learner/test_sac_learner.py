@@ -5,9 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from worldsample.learner import LearnerConfig
-from worldsample.learner import sac
-
+from worldsample.learner import LearnerConfig, sac
 
 B = 32
 
