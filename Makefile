@@ -26,7 +26,7 @@ run: system-deps $(STAMP)
 	MUJOCO_GL=egl $(BIN)/worldsample run
 
 test: system-deps $(STAMP)
-	MUJOCO_GL=egl $(BIN)/python -m pytest -q
+	MUJOCO_GL=egl $(BIN)/python -m pytest -q --durations=15
 
 # benchmarks: the bench extra (matplotlib for plots), then the store benchmark; see README for the others
 bench: system-deps $(STAMP)
