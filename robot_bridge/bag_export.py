@@ -1,7 +1,8 @@
 """rosbag2 (MCAP or sqlite3) export from the episode store.
 
 Writes each step's observations on the profile's topics and types (header stamps and log times at
-the step's tick), the action on the action topic, and two WorldSample topics that let a bag come
+the step's tick), the action on the action topic (in arm units: the inverse of the store's normalised
+action, robot_bridge/core/limits.py ActionScale), and two WorldSample topics that let a bag come
 back without loss: `/worldsample/episode` (start/end markers carrying the episode record) and
 `/worldsample/step` (reward, done, success, intervention per step).
 """
@@ -32,6 +33,7 @@ from robot_bridge.codec import (
     array_msg,
 )
 from robot_bridge.codec.fields import FieldMapping
+from robot_bridge.core.limits import ActionScale
 from robot_bridge.errors import BagError
 from robot_bridge.profile import CameraStream, JointStream, RobotProfile, VectorStream, stream_typename
 from worldsample.store import EpisodeRecord, EpisodeStore, GroupSchema
@@ -120,6 +122,7 @@ def _write_bag(path: Path, plugin, types: MessageTypes, profile: RobotProfile, r
     ts, encode = types.store, types.encode
     a = profile.action
     action_msg = FieldMapping(types, a.type, a.fields, a.dim, a.constants, a.stamp, "action")
+    scale = ActionScale(a)  # the store's normalised actions go out in arm units, as the bridge sends them
     vector_msg = {v.key: FieldMapping(types, v.type, v.fields, v.dim, label=v.key) for v in profile.vectors}
     with Writer(path, version=9, storage_plugin=plugin) as w:
         conns = {s.key: w.add_connection(s.topic, stream_typename(s), typestore=ts) for s in profile.streams}
@@ -140,7 +143,7 @@ def _write_bag(path: Path, plugin, types: MessageTypes, profile: RobotProfile, r
                     m = vector_msg.get(s.key)
                     raw = m.encode(data[s.key][k], t) if m else encode(_stream_message(s, data[s.key][k], t))
                     w.write(conns[s.key], t, raw)
-                w.write(c_action, t, action_msg.encode(data["action"][k], t))
+                w.write(c_action, t, action_msg.encode(scale.to_arm(data["action"][k]), t))
                 flags = {f: (bool(data[f][k]) if f != "reward" else float(data[f][k]))
                          for f in ("reward", "done", "success", "intervention")}
                 last = k == rec.length - 1

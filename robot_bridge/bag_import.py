@@ -20,7 +20,7 @@ import numpy as np
 
 from robot_bridge.bag_common import EPISODE_TOPIC, STEP_TOPIC, STRING, open_bag
 from robot_bridge.codec import decode
-from robot_bridge.core.limits import ActionLimiter
+from robot_bridge.core.limits import ActionLimiter, ActionScale
 from robot_bridge.core.streams import StreamInput, TopicCounters
 from robot_bridge.errors import BagError, DecodeError, MessageRejected
 from robot_bridge.profile import RobotProfile, stream_typename
@@ -161,7 +161,8 @@ class _Importer:
         self.action_map = profile.action_mapping()
         self.required = {s.key for s in profile.streams if s.required}
         self.specs = profile.obs_specs()
-        self.limiter = ActionLimiter(profile.action)
+        self.limiter = ActionLimiter(profile.action)  # the bag's actions are in arm units
+        self.scale = ActionScale(profile.action)  # and are stored normalised, as the bridge stores them
         self.action: np.ndarray | None = None
         self.ep = None
         self.meta: dict = {}
@@ -258,7 +259,7 @@ class _Importer:
                 a = self._limit(a)
                 if a is None:
                     continue
-                self.ep.add_step({**obs, "action": a, **flags})
+                self.ep.add_step({**obs, "action": self.scale.to_policy(a), **flags})
                 self.stamps.append(t)
                 self.r.steps["recorded"] += 1
                 if flags.get("done") or self.ep.length >= self.p.episode.max_steps:

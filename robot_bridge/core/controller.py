@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from robot_bridge.core.limits import ActionLimiter
+from robot_bridge.core.limits import ActionLimiter, ActionScale
 from robot_bridge.core.policy_source import PolicySource
 from robot_bridge.core.recorder import Recorder
 from robot_bridge.core.state import EpisodeStateMachine, Event, State
@@ -47,7 +47,9 @@ class Controller(TopicInputs):
         self.p, self.inputs, self.out, self.recorder, self.policy = profile, inputs, out, recorder, policy
         self.search = search  # Best-of-N in the world model (episode.search), None when off
         self.sm = EpisodeStateMachine()
-        self.limiter = ActionLimiter(profile.action)
+        self.limiter = ActionLimiter(profile.action)  # in arm units
+        self.scale = ActionScale(profile.action)  # the policy's [-1, 1] <-> the arm's [low, high]
+        self._policy_hold = self.scale.to_policy(self.limiter.hold)  # what holds, in the policy's units
         self._action_msg = profile.action_mapping()  # intervention messages -> action vectors
         self.counters = {t: TopicCounters() for t in ("command", "estop", "intervention", "robot_event", "success")}
         self._commands: queue.Queue = queue.Queue()
@@ -362,14 +364,22 @@ class Controller(TopicInputs):
             self.sm.fire(Event.INTERVENE)
         elif not human and self.sm.state == State.INTERVENED:
             self.sm.fire(Event.RELEASE)
+        # the policy (and the search) act in [-1, 1], the human in arm units; the limits apply in arm
+        # units, to what is sent; the store keeps the normalised action (what the learner trains on)
         if human:
-            raw = iv[0]
-        elif self.search is not None and self.search.active:
-            raw = self.search.act(obs)
+            sent = self.limiter(iv[0])
+            action = self.scale.to_policy(sent)
         else:
-            raw = self.policy.act(obs, self.limiter.hold)
-        action = self.limiter(raw)
-        self.out.action(action)
+            if self.search is not None and self.search.active:
+                raw = self.search.act(obs)
+            else:
+                raw = self.policy.act(obs, self._policy_hold)
+            arm = self.scale.to_arm(raw)
+            sent = self.limiter(arm)
+            # unchanged by the limits: the policy's own action, bit for bit; else the normalised one sent
+            same = np.array_equal(sent, arm)
+            action = np.asarray(raw, np.float32).reshape(-1) if same else self.scale.to_policy(sent)
+        self.out.action(sent)
         if self.search is not None:  # the imagined futures start from what was sent
             self.search.record(obs, action)
         self._flush_pending()
