@@ -46,7 +46,8 @@ def stream_converter(s, profile: RobotProfile):
 
 
 class Bridge:
-    def __init__(self, profile: RobotProfile, run_dir: Path, transport: Transport):
+    def __init__(self, profile: RobotProfile, run_dir: Path, transport: Transport, run_policy: bool = True):
+        """`run_policy=False`: no policy is loaded, a step nobody drives holds (`demos record`)."""
         self.p, self.transport = profile, transport
         self.search = None
         if profile.episode.search is not None:  # the world model is checked first, before the store or a topic
@@ -58,7 +59,8 @@ class Bridge:
         self.recorder = Recorder(Path(run_dir), profile.episode.group, schema, max_backlog=profile.episode.max_backlog)
         shapes = {k: v.shape for k, v in profile.obs_specs().items()}
         self.policy = PolicySource(Path(run_dir), shapes, profile.action.dim, explore=profile.episode.explore,
-                                   follow=profile.episode.policy)
+                                   follow=profile.episode.policy, enabled=run_policy)
+        self.keep_interrupted = True  # shutdown commits an open episode as `interrupted`; False: dropped
         types = profile.msg_types
         self.inputs = {s.key: StreamInput(s.key, stream_typename(s), stream_converter(s, profile), decode=types.decode)
                        for s in profile.streams}
@@ -104,7 +106,10 @@ class Bridge:
     def shutdown(self) -> None:
         ctl = self.controller
         if ctl.sm.active:
-            ctl._finish("interrupted", Event.END, time.time_ns())
+            if self.keep_interrupted:
+                ctl._finish("interrupted", Event.END, time.time_ns())
+            else:
+                ctl.abandon(time.time_ns())
         self.recorder.close()
 
     def stats(self) -> dict:

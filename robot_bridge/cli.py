@@ -1,4 +1,4 @@
-"""The robot side's commands: `sim-robot`, `bridge`, `bag import|export`, `check` (`worldsample robot check`).
+"""The robot side's commands: `sim-robot`, `bridge`, `teleop`, `bag import|export`, `check` (`worldsample robot check`).
 
 One implementation for both command lines: `python -m robot_bridge` (the robot-PC image, no
 learner installed) and `worldsample` (services/cli registers these same functions). The heavy
@@ -262,6 +262,44 @@ def check(
         raise typer.Exit(1)
 
 
+SpeedOpt = Annotated[float, typer.Option(min=0.01, max=1.0, help="A motion key's delta as a fraction of the "
+                                         "action range (from the hold to its end), in the policy's units.")]
+ReleaseOpt = Annotated[float, typer.Option(min=0.05, help="A terminal sends no key releases: a key counts as "
+                                           "released this long after its last auto-repeat.")]
+
+
+@friendly_errors
+def teleop(
+    profile: ProfileOpt,
+    transport: Annotated[str, typer.Option(help="dds (cyclonedds, no ROS needed) or rclpy (inside ROS 2).")] = "dds",
+    domain_id: DomainOpt = 0,
+    loopback: LoopbackOpt = False,
+    speed: SpeedOpt = 0.5,
+    release_after: ReleaseOpt = 0.6,
+    set_: SetOpt = None,
+) -> None:
+    """Drive the arm from the keyboard beside a running bridge (docs/teleop.md): hold a motion key or
+    space to take over, release to hand back to the policy; enter, y, n, x, backspace start, label,
+    stop or redo episodes."""
+    from robot_bridge.profile import load_profile
+    from robot_bridge.teleop.keyboard import HELP, KeyboardDevice
+    from robot_bridge.teleop.keys import TerminalKeys
+    from robot_bridge.teleop.node import policy_hold
+    from robot_bridge.teleop.record import run_teleop
+    from robot_bridge.transport import make_transport
+
+    prof = load_profile(profile, set_)
+    t = make_transport(transport, domain_id, loopback, prof.msg_types)
+    device = KeyboardDevice(TerminalKeys(release_after_s=release_after), policy_hold(prof), speed=speed)
+    console.print(f"teleop: {HELP}", highlight=False, markup=False)
+    try:
+        stats = run_teleop(prof, t, device, _stop_on_signals("teleop"))
+    finally:
+        t.close()
+    console.print(f"teleop: {stats['takeover_messages']} takeover messages, commands {stats['commands']}",
+                  highlight=False)
+
+
 robot_app = typer.Typer(help="Look at a robot before recording from it.", no_args_is_help=True)
 robot_app.command("check")(check)
 
@@ -270,6 +308,7 @@ def register(app: typer.Typer) -> None:
     """Add the robot side's commands to `app` (this module's own app, and `worldsample`'s)."""
     app.command("sim-robot")(sim_robot)
     app.command("bridge")(bridge)
+    app.command("teleop")(teleop)
     app.add_typer(bag_app, name="bag")
 
 

@@ -212,6 +212,9 @@ class EpisodeSpec(_Strict):
     keep_faulted: bool = Field(
         False, description="commit faulted episodes (marked outcome=faulted) instead of dropping them"
     )
+    max_steps_failure: bool = Field(
+        False, description="label an episode that reaches max_steps a failure (success false), as the operator's "
+        "failure would; `demos record` sets it, so every recorded demonstration is labelled")
     chunk_len: int = Field(32, ge=1, le=4096)
     max_backlog: int = Field(200, ge=1, description="steps waiting for the store before the episode is dropped")
     auto_start: bool = Field(

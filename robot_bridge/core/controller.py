@@ -255,7 +255,10 @@ class Controller(TopicInputs):
         self.sm.fire(Event.RESET_DONE)
         self._ep_start, self.steps, self._pending = now, 0, None
         self._ages = {k: [] for k in self.inputs}
-        self._intervention = None
+        # a takeover from before the reset is over; one received since (a person driving a
+        # demonstration from its first step) counts, within intervention_timeout_ms as always
+        if self._intervention is not None and self._intervention[1] < self._reset_t0:
+            self._intervention = None
         self.limiter.reset()
         self.recorder.begin()
         if self.search is not None:
@@ -416,12 +419,27 @@ class Controller(TopicInputs):
             meta["extra"]["search"] = self.search.end()
         if outcome in ("success", "failure"):
             meta["success"] = outcome == "success"
+        elif outcome == "max_steps" and self.p.episode.max_steps_failure:
+            meta["success"] = False
         if self.steps:
             self.recorder.end(keep, meta)
         else:
             self.recorder.end(False, meta)
         self.last_outcome = outcome
         self.sm.fire(event)
+        self.out.action(self.limiter.hold)
+
+    def abandon(self, now: int) -> None:
+        """End the open episode without keeping it (`demos record` on quit: an attempt cut short is
+        no demonstration)."""
+        if not self.sm.active:
+            return
+        self._pending = None
+        self.recorder.end(False, {})
+        if self.search is not None:
+            self.search.end()
+        self.last_outcome = "abandoned"
+        self.sm.fire(Event.END)
         self.out.action(self.limiter.hold)
 
     # -- status ------------------------------------------------------------------------------------

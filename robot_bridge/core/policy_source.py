@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 class PolicySource:
     def __init__(
         self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False,
-        follow: str = "latest",
+        follow: str = "latest", enabled: bool = True,
     ):
         self._registry = PolicyRegistry(run_dir)
         if follow not in ("latest", "recommended"):
@@ -40,6 +40,7 @@ class PolicySource:
         self.actor: NumpyActor | OnnxActor | None = None
         self.error: str | None = None
         self.swaps = 0
+        self.enabled = enabled  # False: never loads a policy, every step holds (`demos record`)
 
     @property
     def version(self) -> int | None:
@@ -47,6 +48,8 @@ class PolicySource:
 
     def refresh(self) -> bool:
         """Load the followed version if it differs from the current actor's; True when the actor changed."""
+        if not self.enabled:
+            return False
         try:
             latest = self._watch.poll()
             if latest is None:

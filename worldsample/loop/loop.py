@@ -116,7 +116,9 @@ def check_run_dir(run_dir: Path, resume: bool) -> EpisodeStore:
     store = EpisodeStore(run_dir)
     if "demo" not in store.groups:
         raise RunDirectoryError(
-            f"{run_dir} has no demonstrations; run `worldsample demos collect --out {run_dir}` first"
+            f"{run_dir} has no demonstrations (no `demo` group in its store). On a robot, record them through the "
+            f"bridge: `worldsample demos record --profile PROFILE.yaml --run {run_dir}` (docs/teleop.md); on the "
+            f"simulated arm: `worldsample demos collect --out {run_dir}`"
         )
     return store
 
