@@ -39,3 +39,7 @@ class RobotProcessError(WorldSampleError):
 
 class ExportError(WorldSampleError):
     """An export cannot be written as asked (the output exists, is a directory, ...)."""
+
+
+class DatasetError(WorldSampleError):
+    """A dataset to import is missing, malformed, of another version, or does not match its own description."""

@@ -1,4 +1,5 @@
-"""`worldsample store info|verify RUN` and `store export-foxglove RUN OUT.mcap`."""
+"""`worldsample store info|verify RUN`, `store export-foxglove RUN OUT.mcap`, `store episode-mp4 RUN EPISODE OUT.mp4`,
+`store export-lerobot RUN OUT` and `store import-lerobot DATASET RUN`."""
 
 from __future__ import annotations
 
@@ -100,3 +101,91 @@ def export_foxglove(
         highlight=False,
         soft_wrap=True,
     )
+
+
+CodecOpt = Annotated[
+    str, typer.Option("--codec", help="av1 (LeRobot's default), h264 or lossless (exact pixels, larger).")
+]
+FpsOpt = Annotated[
+    int | None, typer.Option("--fps", min=1, help="Frames per second (default: the records' control rate, else 10).")
+]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")]
+
+
+@app.command("episode-mp4")
+@friendly_errors
+def episode_mp4(
+    run: RunArg,
+    episode: Annotated[int, typer.Argument(min=0, help="Episode id in the group.")],
+    out: Annotated[Path, typer.Argument(help="The .mp4 file to write (written whole, or not at all).")],
+    group: Annotated[str, typer.Option("--group", "-g", help="Store group: demo, real, sim or synthetic.")] = "real",
+    camera: Annotated[str | None, typer.Option("--camera", help="One camera (default: all, side by side).")] = None,
+    fps: FpsOpt = None,
+    codec: Annotated[str, typer.Option("--codec", help="h264 (plays everywhere), av1 or lossless.")] = "h264",
+    force: ForceOpt = False,
+) -> None:
+    """Write one stored episode's camera frames as an mp4 video."""
+    from worldsample.export.video import export_episode_mp4
+
+    s = export_episode_mp4(run, group, episode, out, camera=camera, fps=fps, codec_name=codec, overwrite=force)
+    console.print(
+        f"wrote {s.path}: {group}/{s.episode}, {s.frames} frames of {s.size[0]}x{s.size[1]} ({', '.join(s.cameras)}) "
+        f"at {s.fps} fps, {s.codec}, {human_bytes(s.bytes)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command("export-lerobot")
+@friendly_errors
+def export_lerobot(
+    run: RunArg,
+    out: Annotated[Path, typer.Argument(help="The dataset directory to write (written whole, or not at all).")],
+    group: Annotated[str, typer.Option("--group", "-g", help="Store group: demo, real, sim or synthetic.")] = "demo",
+    fps: FpsOpt = None,
+    codec: CodecOpt = "av1",
+    task: Annotated[
+        str | None, typer.Option("--task", help="Task text of every episode (default: the record's, else the group).")
+    ] = None,
+    robot_type: Annotated[str | None, typer.Option("--robot-type", help="info.json's robot_type.")] = None,
+    force: ForceOpt = False,
+) -> None:
+    """Write a group's committed episodes as a LeRobotDataset v3.0 (parquet and mp4)."""
+    from worldsample.export.lerobot_write import export_lerobot as export
+    from worldsample.store import EpisodeStore
+
+    total = EpisodeStore(run).reader(group, cache=False).num_episodes
+    with progress() as bar:
+        job = bar.add_task("exporting", total=total, status="")
+        s = export(run, out, group, fps=fps, codec_name=codec, task=task, robot_type=robot_type, overwrite=force,
+                   progress=lambda n: bar.advance(job, n))
+    console.print(
+        f"wrote {s.path}: LeRobotDataset v3.0, {s.episodes} episodes, {s.frames} frames at {s.fps} fps "
+        f"(fps from {s.fps_source}), {human_bytes(s.bytes)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command("import-lerobot")
+@friendly_errors
+def import_lerobot(
+    dataset: Annotated[Path, typer.Argument(help="A LeRobotDataset v3.0 directory (holds meta/info.json).")],
+    run: Annotated[Path, typer.Argument(help="Run directory; the episodes go into its `demo` group.")],
+) -> None:
+    """Bring a LeRobotDataset v3.0's episodes into a run as demonstrations (group `demo`), all or nothing."""
+    from worldsample.export.lerobot_import import import_lerobot as load
+
+    with progress() as bar:
+        job = bar.add_task("reading", total=None, status="")
+        s = load(dataset, run, progress=lambda phase, done, total: bar.update(
+            job, description=phase, completed=done, total=total))
+    console.print(
+        f"imported {s.episodes} episodes, {s.frames} frames into {s.run}/{s.group} (ids {s.ids[0]}..{s.ids[-1]})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if s.skipped:
+        console.print(f"not imported (no store key for them): {', '.join(s.skipped)}", highlight=False)
+    if s.defaulted:
+        console.print(f"not in the dataset, so reward 0 and flags false: {', '.join(s.defaulted)}", highlight=False)
