@@ -103,6 +103,31 @@ def export_foxglove(
     )
 
 
+class LazyBar:
+    """A progress bar that appears with the first step of work, so an input refused at once
+    prints its one-line error alone."""
+
+    def __init__(self):
+        self.bar = self.job = None
+
+    def advance(self, phase: str, n: int, total: int, absolute: bool = False) -> None:
+        if self.bar is None:
+            self.bar = progress()
+            self.bar.start()
+            self.job = self.bar.add_task(phase, total=total, status="")
+        if absolute:
+            self.bar.update(self.job, description=phase, completed=n, total=total)
+        else:
+            self.bar.update(self.job, description=phase, advance=n, total=total)
+
+    def __enter__(self) -> LazyBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 CodecOpt = Annotated[
     str, typer.Option("--codec", help="av1 (LeRobot's default), h264 or lossless (exact pixels, larger).")
 ]
@@ -155,10 +180,9 @@ def export_lerobot(
     from worldsample.store import EpisodeStore
 
     total = EpisodeStore(run).reader(group, cache=False).num_episodes
-    with progress() as bar:
-        job = bar.add_task("exporting", total=total, status="")
+    with LazyBar() as bar:
         s = export(run, out, group, fps=fps, codec_name=codec, task=task, robot_type=robot_type, overwrite=force,
-                   progress=lambda n: bar.advance(job, n))
+                   progress=lambda n: bar.advance("exporting", n, total))
     console.print(
         f"wrote {s.path}: LeRobotDataset v3.0, {s.episodes} episodes, {s.frames} frames at {s.fps} fps "
         f"(fps from {s.fps_source}), {human_bytes(s.bytes)}",
@@ -176,10 +200,8 @@ def import_lerobot(
     """Bring a LeRobotDataset v3.0's episodes into a run as demonstrations (group `demo`), all or nothing."""
     from worldsample.export.lerobot_import import import_lerobot as load
 
-    with progress() as bar:
-        job = bar.add_task("reading", total=None, status="")
-        s = load(dataset, run, progress=lambda phase, done, total: bar.update(
-            job, description=phase, completed=done, total=total))
+    with LazyBar() as bar:
+        s = load(dataset, run, progress=lambda phase, done, total: bar.advance(phase, done, total, absolute=True))
     console.print(
         f"imported {s.episodes} episodes, {s.frames} frames into {s.run}/{s.group} (ids {s.ids[0]}..{s.ids[-1]})",
         highlight=False,

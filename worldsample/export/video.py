@@ -94,7 +94,13 @@ class VideoWriter:
             self._out.close()
 
     def abort(self) -> None:
-        self._out.close()
+        """Close without the file being of use (the caller removes it); the encoder still gets its end of stream."""
+        try:
+            self._stream.encode()
+        except Exception:  # the encoder's state does not matter any more
+            pass
+        finally:
+            self._out.close()
 
 
 def iter_frames(path: Path, fps: int) -> Iterator[tuple[int, np.ndarray]]:
