@@ -431,3 +431,35 @@ def test_importing_the_modules_loads_neither_pyarrow_nor_av():
             "worldsample.export.video, services.cli.main; "
             "bad = [m for m in ('pyarrow', 'av') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_image_features_stored_as_png_in_the_parquet(tmp_path):
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    pics = rng.integers(0, 255, (4, 6, 8, 3), dtype=np.uint8)
+    root = tmp_path / "ds"
+    png = []
+    for p in pics:
+        buf = io.BytesIO()
+        Image.fromarray(p).save(buf, format="PNG")
+        png.append({"bytes": buf.getvalue(), "path": None})
+    (root / "data/chunk-000").mkdir(parents=True)
+    pq.write_table(pa.table({"observation.image": pa.array(png), "action": pa.array(list(np.ones((4, 2))),
+                                                                                   pa.list_(pa.float64())),
+                             "frame_index": pa.array(np.arange(4)), "episode_index": pa.array(np.zeros(4, int))}),
+                   root / "data/chunk-000/file-000.parquet")
+    (root / "meta/episodes/chunk-000").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{"episode_index": 0, "length": 4, "data/chunk_index": 0,
+                                          "data/file_index": 0}]), root / "meta/episodes/chunk-000/file-000.parquet")
+    image = {"dtype": "image", "shape": [6, 8, 3], "names": ["height", "width", "channel"]}
+    info = {"codebase_version": "v3.0", "fps": 10,
+            "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
+            "features": {"observation.image": image, "action": {"dtype": "float64", "shape": [2], "names": None}}}
+    (root / "meta/info.json").write_text(json.dumps(info))
+    s = import_lerobot(root, tmp_path / "run")
+    assert s.features["image_image"] == "observation.image"
+    (got,) = stored(EpisodeStore(tmp_path / "run"))
+    np.testing.assert_array_equal(got["image_image"], pics)
