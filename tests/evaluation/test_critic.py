@@ -19,12 +19,12 @@ from worldsample.loop.checkpoint import save_checkpoint
 from worldsample.paths import RunFiles
 
 
-def sac_agent(critics: int, obs_dim: int, layer_norm: bool = True):
+def sac_agent(critics: int, obs_dim: int, layer_norm: bool = True, critic: str = "rllib"):
     from worldsample.learner import sac
 
     torch.manual_seed(critics)
     cfg = LearnerConfig(obs_keys=["state"], hidden=[16, 16], batch_size=8, critics=critics, layer_norm=layer_norm,
-                        critic_warmup_updates=0, bc_pretrain_steps=0)
+                        critic=critic, critic_warmup_updates=0, bc_pretrain_steps=0)
     return sac.SACAgent(cfg, obs_dim, gym.spaces.Box(-1, 1, (ACTIONS,), np.float32))
 
 
@@ -34,9 +34,10 @@ def save_learner(run, agent, updates: int = 7) -> None:
     save_checkpoint(RunFiles.of(run).trainer, {"learner": part}, {"round": 3, "real_steps": 120, "real_episodes": 4})
 
 
-@pytest.mark.parametrize("critics,layer_norm", [(2, True), (3, True), (2, False)])
-def test_the_critic_gives_rllibs_q_values(tmp_path, critics, layer_norm):
-    agent = sac_agent(critics, 5, layer_norm)
+@pytest.mark.parametrize("critics,layer_norm,network", [
+    (2, True, "rllib"), (3, True, "rllib"), (2, False, "rllib"), (2, True, "mlp"), (3, True, "mlp"), (2, False, "mlp")])
+def test_the_critic_gives_rllibs_q_values(tmp_path, critics, layer_norm, network):
+    agent = sac_agent(critics, 5, layer_norm, network)
     try:
         rng = np.random.default_rng(0)
         obs = rng.normal(0, 1, (32, 5)).astype(np.float32)

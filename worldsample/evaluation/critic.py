@@ -14,6 +14,7 @@ learner.safetensors (worldsample/loop/checkpoint.py). RLlib's continuous SAC cri
     head     : Linear -> Q
 
 (tanh: RLlib's default `fusionnet_activation`; LayerNorm eps 1e-3 as RLlib's TorchMLP). Critics:
+With `learner.critic: mlp` a critic is instead one MLP on concat(obs, actions) and its head.
 `qf`, `qf_twin` and, for an ensemble, `qf_extra_encoders.i` / `qf_extra_heads.i`. Q(s, a) is what
 the actor is trained against: the minimum of the twin (RLlib's `compute_q_values`), the mean of
 an ensemble of more than two (`EnsembleSACTorchRLModule`), the one critic otherwise.
@@ -83,6 +84,19 @@ class _MLP:
         return x
 
 
+class _MLPQNet:
+    """One critic of `learner.critic: mlp` (worldsample/learner/mlp_critic.py): an MLP encoder on
+    concat(obs, actions), Linear [LayerNorm] ReLU per layer, then the linear head."""
+
+    def __init__(self, w: Mapping[str, np.ndarray], encoder: str, head: str, action_dim: int):
+        self.encoder = _MLP(w, encoder, _relu)
+        self.head = _MLP(w, head, _relu, act_last=False)
+        self.in_dim = self.encoder.in_dim - action_dim  # the observation's width
+
+    def __call__(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return self.head(self.encoder(np.concatenate([obs, actions], axis=-1)))[..., 0]
+
+
 class _QNet:
     """One critic: its multi-stream encoder (obs, actions, fusion) and its head."""
 
@@ -148,14 +162,29 @@ class Critic:
         return q.min(0) if self.aggregate == "min" else q.mean(0)
 
 
+def _qnet(w: Mapping[str, np.ndarray], encoder: str, head: str):
+    """RLlib's multi-stream critic, or the MLP critic (its encoder reads [obs, action] directly)."""
+    if f"{encoder}.net.mlp.0.weight" in w:
+        return _MLPQNet(w, encoder, head, action_dim=_action_dim(w, encoder))
+    return _QNet(w, encoder, head)
+
+
+def _action_dim(w: Mapping[str, np.ndarray], encoder: str) -> int:
+    """The critic reads [obs, action]; the actor's first layer reads the observation alone."""
+    first = w.get("pi_encoder.net.mlp.0.weight")
+    if first is None:
+        raise ConfigError("the trainer checkpoint has no actor layer pi_encoder.net.mlp.0 (the observation's width)")
+    return int(w[f"{encoder}.net.mlp.0.weight"].shape[1]) - int(first.shape[1])
+
+
 def critic_from_tensors(w: Mapping[str, np.ndarray], obs_keys: list[str], **kw) -> Critic:
     """A Critic from the RLModule's state dict (names as RLlib saves them)."""
-    nets: list[QNet] = [_QNet(w, "qf_encoder", "qf")]
+    nets: list[QNet] = [_qnet(w, "qf_encoder", "qf")]
     if any(k.startswith("qf_twin_encoder.") for k in w):
-        nets.append(_QNet(w, "qf_twin_encoder", "qf_twin"))
+        nets.append(_qnet(w, "qf_twin_encoder", "qf_twin"))
     extra = sorted({int(m.group(1)) for k in w if (m := re.match(r"qf_extra_encoders\.(\d+)\.", k))})
-    nets += [_QNet(w, f"qf_extra_encoders.{i}", f"qf_extra_heads.{i}") for i in extra]
-    obs_dim = nets[0].obs.in_dim
+    nets += [_qnet(w, f"qf_extra_encoders.{i}", f"qf_extra_heads.{i}") for i in extra]
+    obs_dim = nets[0].in_dim if isinstance(nets[0], _MLPQNet) else nets[0].obs.in_dim
     return Critic(nets=nets, obs_keys=list(obs_keys), aggregate="mean" if len(nets) > 2 else "min",
                   source={"obs_dim": obs_dim, "critics": len(nets), **kw.pop("source", {})}, **kw)
 
@@ -185,7 +214,7 @@ def load_critic(run_dir: str | Path, version: int | None = None) -> Critic:
         for part in MODULE_PATH:
             node = node[part]
         refs = {name: ref["__array__"] for name, ref in node.items()
-                if isinstance(ref, dict) and "__array__" in ref and name.startswith("qf")}
+                if isinstance(ref, dict) and "__array__" in ref and name.startswith(("qf", "pi_encoder.net.mlp.0."))}
         with safe_open(str(path / "learner.safetensors"), framework="numpy") as f:
             w = {name: f.get_tensor(key) for name, key in refs.items()}
     except FileNotFoundError as e:

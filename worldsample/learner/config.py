@@ -19,9 +19,11 @@ class LearnerConfig(BaseModel):
         2, ge=2, le=20, description="critic ensemble size; 2 is RLlib's twin-Q SAC (HIL-SERL), 10 is RLPD"
     )
     critic: Literal["rllib", "mlp"] = Field(
-        "rllib",
-        description="rllib: RLlib 2.60's SAC Q-network (obs and action streams joined by fusion layers of 256 "
-        "tanh units); mlp: an MLP of `hidden` on [obs, action] (HIL-SERL/RLPD), learner/mlp_critic.py",
+        "mlp",
+        description="mlp (default): an MLP of `hidden` on [obs, action] (HIL-SERL/RLPD), learner/mlp_critic.py; "
+        "rllib: RLlib 2.60's SAC Q-network (obs and action streams joined by fusion layers of 256 tanh units). "
+        "5 seeds, 4,000 real steps: mlp 83 % final success in about half the training time of rllib's 63 % "
+        "(docs/results.md)",
     )
     target_subset: int = Field(
         2, ge=1, description="Bellman target: min over a random subset of this many target critics"
