@@ -126,5 +126,6 @@ def record(
         t.close()
     ep = stats["episodes"]
     console.print(f"demos record: {ep['committed']} demonstrations kept in {run} (group demo), "
-                  f"{ep['discarded']} discarded; next: worldsample train {run} --robot bridge --config "
-                  "configs/real_arm.yaml", highlight=False)
+                  f"{ep['discarded']} discarded; next: `worldsample bridge --profile {profile} --run {run}` beside "
+                  f"`worldsample train {run} --robot bridge --config configs/real_arm.yaml` (docs/teleop.md)",
+                  highlight=False)

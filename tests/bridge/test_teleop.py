@@ -9,13 +9,13 @@ import threading
 import numpy as np
 import pytest
 
-from robot_bridge.codec import decode
+from robot_bridge.codec import String, decode, encode
 from robot_bridge.core.limits import ActionScale
 from robot_bridge.profile import load_profile
 from robot_bridge.teleop.keyboard import KeyboardDevice, KeyMap
 from robot_bridge.teleop.keys import KeyEvent, ScriptedKeys, TerminalKeys, parse_keys
 from robot_bridge.teleop.node import TeleopNode, policy_hold
-from robot_bridge.teleop.record import DEMO_GROUP, demo_profile, record_demos
+from robot_bridge.teleop.record import DEMO_GROUP, demo_profile, record_demos, run_teleop
 from tests.bridge.helpers import small_profile
 
 
@@ -180,3 +180,26 @@ def test_the_trainer_names_the_real_arm_fix_for_missing_demos(tmp_path):
     with pytest.raises(RunDirectoryError) as e:
         check_run_dir(tmp_path / "run", resume=False)
     assert "worldsample demos record --profile" in str(e.value) and "worldsample demos collect" in str(e.value)
+
+
+def test_run_teleop_watches_the_bridge_and_ends_on_quit(tmp_path):
+    prof = load_profile(small_profile(tmp_path))
+    src, t, stop = ScriptedKeys(), FakeTransport(), threading.Event()
+    dev = KeyboardDevice(src, policy_hold(prof))
+    done: list[dict] = []
+    th = threading.Thread(target=lambda: done.append(run_teleop(prof, t, dev, stop, status_line=False)))
+    th.start()
+    try:
+        for _ in range(200):  # the node subscribes to the bridge's status as it starts
+            if "/worldsample/status" in t.subs:
+                break
+            stop.wait(0.01)
+        t.subs["/worldsample/status"](encode(String(json.dumps({"state": "running", "step": 3}))), 0)
+        src.tap("enter")
+        src.tap("q")
+        th.join(10)
+    finally:
+        stop.set()
+        th.join(10)
+    assert done and done[0]["commands"] == {"start": 1, "quit": 1}
+    assert stop.is_set()
