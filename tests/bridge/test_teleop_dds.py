@@ -23,7 +23,7 @@ from worldsample.policy import ObsInput, PolicyConfig, PolicyRegistry, load_acto
 from worldsample.store import EpisodeStore
 
 
-def active(op, steps: int, what: str, timeout: float = 60) -> dict:
+def active(op, steps: int, what: str, timeout: float = 180) -> dict:
     return op.wait(lambda s: s["state"] in ("running", "intervened") and s["step"] >= steps, timeout, what)
 
 
@@ -75,10 +75,10 @@ def test_demos_record_keeps_labelled_demonstrations_in_demo(tmp_path):
                 keys.key = None  # released once no repeat came for --release-after (0.3 s): 6 steps at 20 Hz
                 active(op, st["step"] + 12, f"demo {n} standing still")
                 keys.write(label)
-                st = op.wait(lambda s, n=n: s["episodes"]["committed"] == n + 1, 30, f"demo {n} kept")
+                st = op.wait(lambda s, n=n: s["episodes"]["committed"] == n + 1, 180, f"demo {n} kept")
                 assert st["last_outcome"] == {"y": "success", "n": "failure"}[label]
             keys.write("\n")  # the third runs out of steps with no key pressed
-            assert rec.wait(90) == 0, (tmp_path / "demos.log").read_text()  # --episodes 3: done by itself
+            assert rec.wait(300) == 0, (tmp_path / "demos.log").read_text()  # --episodes 3: done by itself
         finally:
             keys.close()
             if rec.poll() is None:
@@ -144,13 +144,13 @@ def test_a_held_takeover_key_marks_interventions_and_release_hands_back(tmp_path
             st = active(op, 8, "the policy driving")
             assert st["state"] == "running" and node.published == 0  # no key held: nothing sent
             keys.press("w")
-            st = op.wait(lambda s: s["state"] == "intervened", 30, "the takeover")
+            st = op.wait(lambda s: s["state"] == "intervened", 180, "the takeover")
             active(op, st["step"] + 10, "steps under the takeover")
             keys.release("w")
-            st = op.wait(lambda s: s["state"] == "running", 30, "the hand-back")
+            st = op.wait(lambda s: s["state"] == "running", 180, "the hand-back")
             active(op, st["step"] + 10, "the policy driving again")
             keys.tap("n")
-            st = op.wait(lambda s: s["episodes"]["committed"] == 1, 30, "the episode kept")
+            st = op.wait(lambda s: s["episodes"]["committed"] == 1, 180, "the episode kept")
             assert st["last_outcome"] == "failure"
             wire = np.stack(op.actions)
         finally:
