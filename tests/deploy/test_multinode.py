@@ -33,8 +33,6 @@ from worldsample.store import EpisodeStore
 from ..trainer.tiny import TINY
 from .cluster import ROOT, LocalCluster
 
-pytestmark = pytest.mark.slow
-
 # of 40 steps, a world-model round in each: the test reacts to a round's metrics well within the next
 # round, so a kill lands in round 1 and the node loss in round 2, with rounds to spare
 BUDGET_EPISODES = 5
@@ -93,10 +91,8 @@ def cluster():
 
 
 @pytest.mark.timeout(300)
-def test_trainer_on_two_nodes_survives_a_killed_world_model_and_a_lost_node(cluster, tmp_path):
-    run, log = tmp_path / "run", tmp_path / "train.log"
-    res = CliRunner().invoke(app, ["demos", "collect", "--episodes", "2", "--out", str(run), "--set", "env.cameras=[]"])
-    assert res.exit_code == 0, res.output
+def test_trainer_on_two_nodes_survives_a_killed_world_model_and_a_lost_node(cluster, tiny_sim_run, tmp_path):
+    run, log = tiny_sim_run, tmp_path / "train.log"  # demos and the tiny config, shared by the session (conftest)
     second = cluster.add_node({"wm_node": 1})
     cmd = [
         sys.executable,
