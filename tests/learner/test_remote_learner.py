@@ -9,11 +9,19 @@ from worldsample.learner import LearnerConfig, sac
 
 
 @pytest.fixture
-def local_ray():
-    # address="local": a Ray of this test's own, never a cluster already running on the machine
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+def local_ray(tmp_path):
+    # address="local": a Ray of this test's own, never a cluster already running on the machine; in a
+    # temp dir of its own (short, under /tmp: Ray's unix sockets), not /tmp/ray's session files, with
+    # a reaper that ends it should this process die
+    from services.trainer.local_ray import LocalRay
+
+    with LocalRay(tmp_path) as local:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=str(local.temp_dir))
+        try:
+            yield
+        finally:
+            ray.shutdown()
 
 
 def test_remote_learner_trains_probes_and_exports(local_ray):
