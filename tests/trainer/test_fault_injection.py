@@ -78,7 +78,6 @@ def the_process(run, temp, mark):
     return found[0]
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(1500)  # five kills and resumes of the whole job: about 5 min on 2 idle cores
 def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
     rng = np.random.default_rng(0)
