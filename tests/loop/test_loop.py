@@ -1,5 +1,6 @@
 """The loop without Ray: in-process stand-ins for the parts, a real store on disk. What is
-checked: the order of the steps in a round, the cadences, the two schedules, resume."""
+checked: the order of the steps in a round, the cadences, the two schedules, resume. The lock-step
+schedule and resume on the real parts: test_loop_real.py."""
 
 import json
 
