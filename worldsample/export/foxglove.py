@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from worldsample.errors import ExportError, StoreCorruptError, StoreError
+from worldsample.errors import ExportError, StoreCorruptError
+from worldsample.export.blocks import committed
 from worldsample.store import EpisodeRecord, EpisodeStore, GroupReader
 
 MEDIA_TYPE = "application/vnd.mcap"  # IANA's type for MCAP
@@ -95,17 +96,6 @@ def _value_schema(shape: tuple[int, ...], dtype: np.dtype) -> dict:
     for _ in shape:
         s = {"type": "array", "items": s}
     return s
-
-
-def _record(reader: GroupReader, episode: int) -> EpisodeRecord:
-    rec = reader.records.get(episode)
-    if rec is not None:
-        return rec
-    if episode in reader.damaged:
-        raise StoreCorruptError(f"{reader.name}/episode {episode} is set aside as damaged: {reader.damaged[episode]}")
-    ids = sorted(reader.records)
-    have = f"{ids[0]}..{ids[-1]} ({len(ids)} committed)" if ids else "none"
-    raise StoreError(f"group {reader.name!r} has no committed episode {episode}; its episodes: {have}")
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
@@ -210,7 +200,7 @@ def write_episode(
         raise ExportError(f"images must be 'jpeg' or 'raw', got {images!r}")
     if not 1 <= jpeg_quality <= 100:
         raise ExportError(f"the JPEG quality must be 1..100, got {jpeg_quality}")
-    rec = _record(reader, episode)
+    rec = committed(reader, episode)
     out = Path(out)
     _check_out(out, overwrite)
     times, how = step_times(rec, period_s)
