@@ -94,8 +94,10 @@ class Plan:
         after its node was lost, without its custom resource."""
         opts: dict[str, Any] = {"num_cpus": 0}
         restartable = part in RESTARTABLE
-        # restartable: enough for several lost nodes in a run, few enough that a crash loop ends
-        opts["max_restarts"] = 10 if restartable else 2
+        # restartable: enough for several lost nodes in a run, few enough that a crash loop ends; the
+        # others never: a dead learner ends the run whether it died inside a call or between two (a
+        # restart between calls went on with the learner rolled back to its last checkpoint)
+        opts["max_restarts"] = 10 if restartable else 0
         opts["max_task_retries"] = -1 if restartable else 0
         if part in self.gpu_parts:
             opts["num_gpus"] = self.gpu_share

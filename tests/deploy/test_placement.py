@@ -29,7 +29,7 @@ def test_cpu_cluster_keeps_parts_beside_the_driver_and_places_by_resource():
     learner = plan.options("learner")
     assert "num_gpus" not in learner and learner["num_cpus"] == 0
     assert strategy_node(learner) == (DRIVER, False)
-    assert (learner["max_restarts"], learner["max_task_retries"]) == (2, 0)  # a dead learner ends the run
+    assert (learner["max_restarts"], learner["max_task_retries"]) == (0, 0)  # a dead learner ends the run
     wm = plan.options("world_model")
     assert wm["resources"] == {"wm_node": RESOURCE_SHARE} and strategy_node(wm) is None
     assert wm["max_task_retries"] == -1 and wm["max_restarts"] > 2  # restarted by Ray, the call retried
