@@ -65,3 +65,21 @@ def left_after(marks: list[str], timeout: float = 30) -> dict[int, str]:
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.5)
+
+
+def kill_run(run: Path) -> dict[int, str]:
+    """SIGKILL what a test left of a job on `run`: the processes naming the run directory or any Ray
+    temp dir its reapers name (a failed test must not leave a job training beside the next tests).
+    Returns what was killed."""
+    import signal
+
+    found = processes_naming(str(run))
+    temps = [a.split()[a.split().index("--temp-dir") + 1] for a in found.values()
+             if REAPER in a and "--temp-dir" in a.split()]
+    found.update(processes_naming(*temps) if temps else {})
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return found

@@ -26,7 +26,7 @@ from services.dashboard.server import free_port
 from worldsample.loop.checkpoint import load_checkpoint
 from worldsample.store import EpisodeStore
 
-from .procs import REAPER, left_after, processes_naming, ray_temp_dir
+from .procs import REAPER, kill_run, left_after, processes_naming, ray_temp_dir
 from .tiny import ROOT, TINY, rows
 
 ENV = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
@@ -78,8 +78,16 @@ def the_process(run, temp, mark):
     return found[0]
 
 
+@pytest.fixture
+def no_job_left(tmp_path):
+    """Whatever the test's outcome, nothing of the job on tmp_path/run outlives it (a failed assertion
+    once left a resumed job with a 100,000-step budget training beside the rest of the suite)."""
+    yield
+    kill_run(tmp_path / "run")
+
+
 @pytest.mark.timeout(1500)  # five kills and resumes of the whole job: about 5 min on 2 idle cores
-def test_kill_each_process_of_the_main_job_then_resume(tmp_path):
+def test_kill_each_process_of_the_main_job_then_resume(tmp_path, no_job_left):
     rng = np.random.default_rng(0)
     run, port = tmp_path / "run", str(free_port())
     log_path = tmp_path / "run.log"
