@@ -2,15 +2,16 @@
 networks, batch and losses, measured in the same run.
 
     .venv/bin/python bench/learner.py [--updates 300] [--warmup 10] [--sizes 128x128,256x256]
-        [--critics 2,10] [--threads 1] [--remote]
+        [--critics 2,10] [--per-call 1] [--threads 1] [--remote]
 
 Per size and critic count: the plain torch update (twin or N critics as N separate MLPs on
 [obs, action], one Adam each for actor, critics and temperature, polyak targets, the weighted
 critic/actor/temperature losses and the BC term the project's learner uses), and
 `SACAgent.update` (one RLlib LearnerGroup update per batch, the loop's path). Batches are random
 with the state profile's shapes (39-dim observation, 4-dim action). The ratio is learner time /
-plain time. The parameter counts show what each critic is: RLlib 2.60's SAC builds its Q-network
-as a multi-stream encoder (an obs MLP and an action MLP of the given sizes, joined by fusion
+plain time; "x the learner's twin" is an ensemble's time / the same learner's twin (critics 2 in
+the same run; needs 2 in --critics). The parameter counts show what each critic is: RLlib 2.60's
+SAC builds its Q-network as a multi-stream encoder (an obs MLP and an action MLP of the given sizes, joined by fusion
 layers of 256 units), not an MLP on [obs, action] of those sizes.
 """
 
@@ -128,6 +129,15 @@ def timed(fn, batches: list, warmup: int) -> float:
     return (time.perf_counter() - t0) / (len(batches) - warmup)
 
 
+def timed_calls(agent, batches: list, warmup: int, per_call: int) -> float:
+    """Seconds per update when `per_call` updates go into one learner call (SACAgent.update_many)."""
+    if per_call == 1:
+        return timed(agent.update, batches, warmup)
+    rest = batches[warmup:]
+    calls = [rest[i:i + per_call] for i in range(0, len(rest), per_call)]
+    return timed(agent.update_many, [batches[:warmup], *calls], 1) * len(calls) / len(rest)
+
+
 def _count(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
@@ -150,14 +160,17 @@ def main() -> None:
     ap.add_argument("--sizes", default="128x128,256x256", help="hidden sizes; the batch is the first width")
     ap.add_argument("--critics", default="2,10")
     ap.add_argument("--critic", default="rllib,mlp", help="the learner's critic network(s): rllib, mlp")
+    ap.add_argument("--per-call", type=int, default=1,
+                    help="updates per learner call (learner.updates_per_call; 1: one call per update)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--remote", action="store_true", help="the learner in a remote Ray learner actor")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
-    table = Table(title=f"SAC updates per second ({args.updates} updates, {args.threads} thread(s))")
+    table = Table(title=f"SAC updates per second ({args.updates} updates, {args.per_call} per learner call, "
+                        f"{args.threads} thread(s))")
     columns = ("networks, batch", "critics", "learner critic", "critic params (plain / learner)", "plain torch",
-               "learner.update", "ratio")
+               "learner.update", "ratio", "x the learner's twin")
     for col in columns:
         table.add_column(col, justify="right")
     if args.remote:
@@ -167,6 +180,7 @@ def main() -> None:
     for size in args.sizes.split(","):
         hidden = [int(h) for h in size.split("x")]
         bs = hidden[0]
+        twin: dict[str, float] = {}  # learner critic -> its twin's time per update, this size
         for critics in (int(c) for c in args.critics.split(",")):
             batches = [random_batch(rng, bs) for _ in range(args.updates + args.warmup)]
             torch.manual_seed(0)
@@ -174,14 +188,17 @@ def main() -> None:
             t_plain = timed(plain.update, [as_tensors(b) for b in batches], args.warmup)
             for critic in args.critic.split(","):
                 agent = agent_for(hidden, bs, critics, args.remote, critic)
-                t_one = timed(agent.update, batches, args.warmup)
+                t_one = timed_calls(agent, batches, args.warmup, args.per_call)
                 params = (_count(plain.qs[0]), agent._on_learner(
                     lambda learner: _count(learner.module["default_policy"].qf)
                     + _count(learner.module["default_policy"].qf_encoder)))
                 agent.close()
+                if critics == 2:
+                    twin[critic] = t_one
+                vs_twin = f"{t_one / twin[critic]:.2f}x" if critic in twin else "-"
                 table.add_row(f"{hidden}, {bs}", str(critics), critic, f"{params[0]:,} / {params[1]:,}",
                               f"{1 / t_plain:.0f}/s ({t_plain * 1e3:.1f} ms)",
-                              f"{1 / t_one:.0f}/s ({t_one * 1e3:.1f} ms)", f"{t_one / t_plain:.2f}x")
+                              f"{1 / t_one:.0f}/s ({t_one * 1e3:.1f} ms)", f"{t_one / t_plain:.2f}x", vs_twin)
     Console().print(table)
 
 

@@ -10,11 +10,10 @@ from worldsample.learner import LearnerConfig, sac
 B = 32
 
 
-def agent(critics: int, **kw):
+def agent(critics: int, critic: str = "mlp", **kw):
     torch.manual_seed(0)
-    cfg = LearnerConfig(
-        obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critics=critics, critic_warmup_updates=0, **kw
-    )
+    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critics=critics, critic=critic,
+                        critic_warmup_updates=0, **kw)
     return sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
 
 
@@ -40,45 +39,55 @@ def critic_params(a) -> dict[str, np.ndarray]:
     return {k: v.detach().numpy().copy() for k, v in sd.items() if k.startswith(("qf", "target_qf"))}
 
 
-def test_ensemble_has_n_critics_and_targets_and_trains_them_all():
-    a = agent(5, target_subset=2)
+def extra_critic_tensors(a, i: int, target: bool) -> dict[str, np.ndarray]:
+    """Extra critic i's weights, whichever way the module holds them: RLlib's encoder/head pairs
+    (`qf_extra_heads.i.*`) or member i of the batched MLP (`qf_extra.*[i]`)."""
+    pre = "target_" if target else ""
+    out = {}
+    for k, v in critic_params(a).items():
+        if k.startswith(f"{pre}qf_extra_heads.{i}.") or k.startswith(f"{pre}qf_extra_encoders.{i}."):
+            out[k] = v
+        elif k.startswith(f"{pre}qf_extra.") and i < len(v):
+            out[k] = v[i]
+    return out
+
+
+@pytest.mark.parametrize("critic", ["mlp", "rllib"])
+def test_ensemble_has_n_critics_and_targets_and_trains_them_all(critic):
+    a = agent(5, critic, target_subset=2)
     module = a.group._learner.module["default_policy"]
-    assert len(module.qf_extra_heads) == 3 and len(module.target_qf_extra_heads) == 3
-    before = critic_params(a)
+    assert module._all_q({"obs": torch.zeros(B, 3), "actions": torch.zeros(B, 2)}).shape == (5, B)
+    before = [(extra_critic_tensors(a, i, False), extra_critic_tensors(a, i, True)) for i in range(3)]
+    assert all(b[0] and b[1] for b in before) and not extra_critic_tensors(a, 3, False)
     for _ in range(3):
         m = a.update(batch())
-    after = critic_params(a)
-    for i in range(3):  # every extra critic and its target moved
-        assert any(not np.array_equal(before[k], after[k]) for k in before if k.startswith(f"qf_extra_heads.{i}."))
-        assert any(
-            not np.array_equal(before[k], after[k]) for k in before if k.startswith(f"target_qf_extra_heads.{i}.")
-        )
+    for i, (online, target) in enumerate(before):  # every extra critic and its target moved
+        now, now_target = extra_critic_tensors(a, i, False), extra_critic_tensors(a, i, True)
+        assert any(not np.array_equal(online[k], now[k]) for k in online), i
+        assert any(not np.array_equal(target[k], now_target[k]) for k in target), i
     assert np.isfinite(m["qf_extra_loss"]) and np.isfinite(m["qf_loss"])
     q = a.q_values(batch())
     assert q.shape == (B,) and np.isfinite(q).all()
 
 
-def ensemble_q_after(reward: float, weight: float) -> np.ndarray:
+def ensemble_q_after(reward: float, weight: float, critic: str) -> np.ndarray:
     """Every critic's Q on a fixed probe batch after 3 updates on `batch(reward, weight)`: (critics, B)."""
-    a = agent(4)
+    a = agent(4, critic)
     for _ in range(3):
         torch.manual_seed(1)
         a.update(batch(reward, weight))
     mod = a.group._learner.module["default_policy"]
     obs = torch.as_tensor(batch()["obs/proprio"])
     act = torch.as_tensor(batch()["action"])
-    return np.stack(
-        [
-            mod._qf_forward_train_helper({"obs": obs, "actions": act}, e, h).detach().numpy()
-            for e, h in mod._critics()
-        ]
-    )
+    return mod._all_q({"obs": obs, "actions": act}).detach().numpy()
 
 
-def test_zero_weight_samples_leave_every_critic_of_the_ensemble_unchanged_and_weighted_ones_move_each():
-    np.testing.assert_allclose(ensemble_q_after(+50.0, 0.0), ensemble_q_after(-50.0, 0.0), rtol=0, atol=1e-6)
+@pytest.mark.parametrize("critic", ["mlp", "rllib"])
+def test_zero_weight_samples_leave_every_critic_of_the_ensemble_unchanged_and_weighted_ones_move_each(critic):
+    np.testing.assert_allclose(ensemble_q_after(+50.0, 0.0, critic), ensemble_q_after(-50.0, 0.0, critic),
+                               rtol=0, atol=1e-6)
     # the positive control: the same rows with weight 1 do move every critic, each towards its reward
-    q_plus, q_minus = ensemble_q_after(+50.0, 1.0), ensemble_q_after(-50.0, 1.0)
+    q_plus, q_minus = ensemble_q_after(+50.0, 1.0, critic), ensemble_q_after(-50.0, 1.0, critic)
     assert q_plus.shape[0] == 4
     gap = (q_plus - q_minus).mean(axis=1)
     assert (gap > 1e-3).all(), gap
@@ -88,7 +97,8 @@ def test_ensemble_config_is_checked_and_two_critics_is_rllibs_twin():
     with pytest.raises(ValueError, match="target_subset"):
         LearnerConfig(critics=3, target_subset=4)
     a = agent(2)
-    assert not hasattr(a.group._learner.module["default_policy"], "qf_extra_heads")
+    module = a.group._learner.module["default_policy"]
+    assert not hasattr(module, "qf_extra_heads") and not hasattr(module, "qf_extra")
 
 
 def test_ensemble_actor_exports_like_the_twin(tmp_path):

@@ -15,7 +15,8 @@ learner.safetensors (worldsample/loop/checkpoint.py). RLlib's continuous SAC cri
 
 (tanh: RLlib's default `fusionnet_activation`; LayerNorm eps 1e-3 as RLlib's TorchMLP). Critics:
 With `learner.critic: mlp` a critic is instead one MLP on concat(obs, actions) and its head.
-`qf`, `qf_twin` and, for an ensemble, `qf_extra_encoders.i` / `qf_extra_heads.i`. Q(s, a) is what
+`qf`, `qf_twin` and, for an ensemble, `qf_extra_encoders.i` / `qf_extra_heads.i` (RLlib's critic) or
+the members of the batched MLP `qf_extra.*` (the mlp critic). Q(s, a) is what
 the actor is trained against: the minimum of the twin (RLlib's `compute_q_values`), the mean of
 an ensemble of more than two (`EnsembleSACTorchRLModule`), the one critic otherwise.
 tests/evaluation/test_critic.py checks the numbers against RLlib's module.
@@ -162,6 +163,42 @@ class Critic:
         return q.min(0) if self.aggregate == "min" else q.mean(0)
 
 
+class _BatchedMember:
+    """Member i of the batched MLP critics (worldsample/learner/mlp_critic.py `BatchedMLP`, saved as
+    `qf_extra.weights.j` (k, in, out), `qf_extra.biases.j` (k, 1, out) and, with LayerNorm,
+    `qf_extra.norm_weights.j` / `qf_extra.norm_biases.j`): Linear [LayerNorm] ReLU per hidden layer,
+    then the linear output, on concat(obs, actions)."""
+
+    def __init__(self, w: Mapping[str, np.ndarray], prefix: str, i: int, action_dim: int):
+        n = len({k for k in w if k.startswith(f"{prefix}.weights.")})
+        self.layers = [(w[f"{prefix}.weights.{j}"][i].astype(np.float32), w[f"{prefix}.biases.{j}"][i, 0])
+                       for j in range(n)]
+        self.norms = [(w[f"{prefix}.norm_weights.{j}"][i, 0], w[f"{prefix}.norm_biases.{j}"][i, 0])
+                      for j in range(n - 1) if f"{prefix}.norm_weights.{j}" in w]
+        self.in_dim = self.layers[0][0].shape[0] - action_dim
+
+    def __call__(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        x = np.concatenate([obs, actions], axis=-1)
+        for j, (W, b) in enumerate(self.layers):
+            x = x @ W + b
+            if j == len(self.layers) - 1:
+                break
+            if self.norms:
+                mu = x.mean(-1, keepdims=True)
+                x = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + LN_EPS) * self.norms[j][0] \
+                    + self.norms[j][1]
+            x = _relu(x)
+        return x[..., 0]
+
+
+def _batched(w: Mapping[str, np.ndarray], prefix: str = "qf_extra") -> list[QNet]:
+    first = w.get(f"{prefix}.weights.0")
+    if first is None:
+        return []
+    action_dim = _action_dim_from(w, int(first.shape[1]))
+    return [_BatchedMember(w, prefix, i, action_dim) for i in range(int(first.shape[0]))]
+
+
 def _qnet(w: Mapping[str, np.ndarray], encoder: str, head: str):
     """RLlib's multi-stream critic, or the MLP critic (its encoder reads [obs, action] directly)."""
     if f"{encoder}.net.mlp.0.weight" in w:
@@ -170,11 +207,15 @@ def _qnet(w: Mapping[str, np.ndarray], encoder: str, head: str):
 
 
 def _action_dim(w: Mapping[str, np.ndarray], encoder: str) -> int:
-    """The critic reads [obs, action]; the actor's first layer reads the observation alone."""
+    return _action_dim_from(w, int(w[f"{encoder}.net.mlp.0.weight"].shape[1]))
+
+
+def _action_dim_from(w: Mapping[str, np.ndarray], critic_in: int) -> int:
+    """The critic reads [obs, action] (`critic_in` wide); the actor's first layer the observation alone."""
     first = w.get("pi_encoder.net.mlp.0.weight")
     if first is None:
         raise ConfigError("the trainer checkpoint has no actor layer pi_encoder.net.mlp.0 (the observation's width)")
-    return int(w[f"{encoder}.net.mlp.0.weight"].shape[1]) - int(first.shape[1])
+    return critic_in - int(first.shape[1])
 
 
 def critic_from_tensors(w: Mapping[str, np.ndarray], obs_keys: list[str], **kw) -> Critic:
@@ -184,6 +225,7 @@ def critic_from_tensors(w: Mapping[str, np.ndarray], obs_keys: list[str], **kw) 
         nets.append(_qnet(w, "qf_twin_encoder", "qf_twin"))
     extra = sorted({int(m.group(1)) for k in w if (m := re.match(r"qf_extra_encoders\.(\d+)\.", k))})
     nets += [_qnet(w, f"qf_extra_encoders.{i}", f"qf_extra_heads.{i}") for i in extra]
+    nets += _batched(w)
     obs_dim = nets[0].in_dim if isinstance(nets[0], _MLPQNet) else nets[0].obs.in_dim
     return Critic(nets=nets, obs_keys=list(obs_keys), aggregate="mean" if len(nets) > 2 else "min",
                   source={"obs_dim": obs_dim, "critics": len(nets), **kw.pop("source", {})}, **kw)

@@ -8,6 +8,7 @@ No Ray or torch here: `SACAlgorithm` drives an agent built elsewhere (`worldsamp
 
 from __future__ import annotations
 
+import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
@@ -75,6 +76,8 @@ class SACAgentLike(Protocol):
 
     def update(self, batch: Batch) -> dict[str, float]: ...
 
+    def update_many(self, batches: list[Batch]) -> dict[str, float]: ...
+
     def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int) -> dict[str, float]: ...
 
 
@@ -112,12 +115,20 @@ class SACAlgorithm(Algorithm):
         return batch
 
     def update(self, batches: Iterable[Batch]) -> dict[str, float]:
-        # batches may be drawn lazily: each is sampled after the previous update (the mixer reads
-        # `actor_learning`, which an update can flip)
+        """`learner.updates_per_call` gradient steps per learner call. Batches may be drawn lazily:
+        the mixer reads `actor_learning`, which the critic warm-up's end flips, so a call never spans
+        that end and every batch is drawn with the value sequential updates would give it."""
         stats = MeanStats()
-        for batch in batches:
-            stats.add(self.agent.update(self.prepare(batch)))
-        return stats.mean()
+        it = iter(batches)
+        per_call = max(1, int(getattr(self.cfg, "updates_per_call", 1)))
+        while True:
+            k = per_call
+            if not self.actor_learning:
+                k = min(k, self.cfg.critic_warmup_updates - self.agent.updates)
+            chunk = [self.prepare(b) for b in itertools.islice(it, k)]
+            if not chunk:
+                return stats.mean()
+            stats.add(self.agent.update_many(chunk) if len(chunk) > 1 else self.agent.update(chunk[0]))
 
     def pretrain(self, obs: np.ndarray, actions: np.ndarray) -> dict[str, float]:
         steps = self.cfg.bc_pretrain_steps

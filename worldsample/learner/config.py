@@ -43,6 +43,11 @@ class LearnerConfig(BaseModel):
     target_entropy: float | None = Field(None, description="default -|A| / 2 (HIL-SERL's)")
     batch_size: int = Field(256, ge=2)
     utd: int = Field(2, ge=1, description="gradient updates per new real environment step")
+    updates_per_call: int = Field(
+        1, ge=1, description="gradient steps inside one learner call (SACAgent.update_many): the same steps "
+        "as one call each, one batch conversion and metrics reduction per call; in-process, 8 per call measured "
+        "no faster than 1 (bench/learner.py --per-call, docs/results.md)",
+    )
     bc_weight: float = Field(
         1.0,
         ge=0.0,

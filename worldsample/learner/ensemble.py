@@ -35,56 +35,72 @@ class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
             raise ValueError(f"critic ensemble needs twin_q, num_critics >= 2 and 1 <= target_subset <= num_critics "
                              f"(got {self.num_critics}, {self.target_subset})")
         if not self.inference_only:
-            extra = self.num_critics - 2
-            self.qf_extra_encoders = torch.nn.ModuleList(
-                [self.catalog.build_qf_encoder(framework="torch") for _ in range(extra)]
-            )
-            self.qf_extra_heads = torch.nn.ModuleList(
-                [self.catalog.build_qf_head(framework="torch") for _ in range(extra)]
-            )
+            self._build_extra_critics(self.num_critics - 2)
 
-    # -- networks ----------------------------------------------------------------------------------
+    # -- networks: critics 0 and 1 are RLlib's twin, critics 2..N-1 are built here ------------------
+    def _build_extra_critics(self, n: int) -> None:
+        """Critics 2..N-1 as separate encoder + head pairs (RLlib's critic networks)."""
+        build_encoder, build_head = self.catalog.build_qf_encoder, self.catalog.build_qf_head
+        self.qf_extra_encoders = torch.nn.ModuleList([build_encoder(framework="torch") for _ in range(n)])
+        self.qf_extra_heads = torch.nn.ModuleList([build_head(framework="torch") for _ in range(n)])
+
+    def extra_critic_attrs(self) -> list[str]:
+        """The attributes that hold critics 2..N-1 (each has a `target_` copy)."""
+        return ["qf_extra_encoders", "qf_extra_heads"]
+
+    def extra_critic_params(self) -> list[torch.nn.Parameter]:
+        return [p for name in self.extra_critic_attrs() for p in getattr(self, name).parameters()]
+
+    def _extra_q(self, batch: dict, target: bool, members: list[int] | None = None,
+                 squeeze: bool = True) -> torch.Tensor:
+        """(k, B): the Q of extra critics `members` (indices into 0..N-3; all when None)."""
+        pre = "target_" if target else ""
+        encs, heads = getattr(self, pre + "qf_extra_encoders"), getattr(self, pre + "qf_extra_heads")
+        idx = range(len(encs)) if members is None else members
+        return torch.stack([self._qf_forward_train_helper(batch, encs[i], heads[i], squeeze=squeeze) for i in idx])
+
     def make_target_networks(self):
         super().make_target_networks()
-        self.target_qf_extra_encoders = make_target_network(self.qf_extra_encoders)
-        self.target_qf_extra_heads = make_target_network(self.qf_extra_heads)
+        for name in self.extra_critic_attrs():
+            setattr(self, "target_" + name, make_target_network(getattr(self, name)))
 
     def get_non_inference_attributes(self) -> list[str]:
-        return [*super().get_non_inference_attributes(), "qf_extra_encoders", "qf_extra_heads",
-                "target_qf_extra_encoders", "target_qf_extra_heads"]
+        names = self.extra_critic_attrs()
+        return [*super().get_non_inference_attributes(), *names, *("target_" + n for n in names)]
 
     def get_target_network_pairs(self):
-        return [*super().get_target_network_pairs(), (self.qf_extra_encoders, self.target_qf_extra_encoders),
-                (self.qf_extra_heads, self.target_qf_extra_heads)]
+        return [*super().get_target_network_pairs(),
+                *((getattr(self, n), getattr(self, "target_" + n)) for n in self.extra_critic_attrs())]
 
-    def _critics(self) -> list[tuple[Any, Any]]:
-        return [
-            (self.qf_encoder, self.qf),
-            (self.qf_twin_encoder, self.qf_twin),
-            *zip(self.qf_extra_encoders, self.qf_extra_heads),
-        ]
+    def _twin(self, target: bool) -> list[tuple[Any, Any]]:
+        if target:
+            return [(self.target_qf_encoder, self.target_qf), (self.target_qf_twin_encoder, self.target_qf_twin)]
+        return [(self.qf_encoder, self.qf), (self.qf_twin_encoder, self.qf_twin)]
 
-    def _targets(self) -> list[tuple[Any, Any]]:
-        return [(self.target_qf_encoder, self.target_qf), (self.target_qf_twin_encoder, self.target_qf_twin),
-                *zip(self.target_qf_extra_encoders, self.target_qf_extra_heads)]
-
-    def _all_q(self, batch: dict, nets: list[tuple[Any, Any]], squeeze: bool = True) -> torch.Tensor:
-        return torch.stack([self._qf_forward_train_helper(batch, enc, head, squeeze=squeeze) for enc, head in nets])
+    def _all_q(self, batch: dict, target: bool = False, members: list[int] | None = None,
+               squeeze: bool = True) -> torch.Tensor:
+        """(k, B): the Q of critics `members` (from 0..N-1; all when None), the twin's first."""
+        members = sorted(range(self.num_critics) if members is None else members)
+        nets = self._twin(target)
+        parts = [self._qf_forward_train_helper(batch, *nets[m], squeeze=squeeze)[None] for m in members if m < 2]
+        extra = [m - 2 for m in members if m >= 2]
+        if extra:
+            parts.append(self._extra_q(batch, target, extra, squeeze))
+        return torch.cat(parts)
 
     # -- the Q APIs RLlib and the learner call -----------------------------------------------------
     def compute_q_values(self, batch: dict[str, Any], squeeze: bool = True) -> torch.Tensor:
         """The actor's (and PPL's) Q: the ensemble mean."""
-        return self._all_q(batch, self._critics(), squeeze).mean(0)
+        return self._all_q(batch, squeeze=squeeze).mean(0)
 
     def forward_target(self, batch: dict[str, Any], squeeze: bool = True) -> torch.Tensor:
-        idx = torch.randperm(self.num_critics)[: self.target_subset].tolist()
-        targets = self._targets()
-        return self._all_q(batch, [targets[i] for i in idx], squeeze).min(0).values
+        members = torch.randperm(self.num_critics)[: self.target_subset].tolist()
+        return self._all_q(batch, target=True, members=members, squeeze=squeeze).min(0).values
 
     def _forward_train_continuous(self, batch: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         curr = {Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: batch[Columns.ACTIONS]}
-        preds = self._all_q(curr, self._critics())
+        preds = self._all_q(curr)
         out[QF_PREDS], out[QF_TWIN_PREDS], out[EXTRA_PREDS] = preds[0], preds[1], preds[2:]
 
         logits = self.pi(self.pi_encoder({Columns.OBS: batch[Columns.OBS]})[ENCODER_OUT])
@@ -96,7 +112,8 @@ class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
         out["logp_next_resampled"] = logp_next.detach()
 
         # the actor's gradient flows through the critics' inputs, not into their weights
-        params = [p for enc, head in self._critics() for p in (*enc.parameters(), *head.parameters())]
+        params = [*(p for enc, head in self._twin(False) for p in (*enc.parameters(), *head.parameters())),
+                  *self.extra_critic_params()]
         for p in params:
             p.requires_grad = False
         out["q_curr"] = self.compute_q_values({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})

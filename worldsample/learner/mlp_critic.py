@@ -42,5 +42,62 @@ class MLPCriticSACModule(_ConcatCritic, DefaultSACTorchRLModule):
     """RLlib's twin-Q SAC module with MLP critics."""
 
 
+class BatchedMLP(torch.nn.Module):
+    """k MLPs of one shape, evaluated together: one batched matmul per layer for all of them.
+
+    Per member: Linear, LayerNorm (eps 1e-3, as RLlib's TorchMLP) and ReLU per hidden layer, then a
+    linear output; initialised as torch.nn.Linear is. Weights are stacked: `weights.i` is
+    (k, in, out), `biases.i` (k, 1, out), `norm_weights.i` / `norm_biases.i` (k, 1, out)."""
+
+    def __init__(self, k: int, in_dim: int, hidden: list[int], layer_norm: bool, out_dim: int = 1):
+        super().__init__()
+        dims = [in_dim, *hidden, out_dim]
+        self.weights = torch.nn.ParameterList()
+        self.biases = torch.nn.ParameterList()
+        for i, o in zip(dims[:-1], dims[1:]):
+            bound = 1.0 / i**0.5  # torch.nn.Linear's default (kaiming uniform, a = sqrt(5)) and its bias
+            self.weights.append(torch.nn.Parameter(torch.empty(k, i, o).uniform_(-bound, bound)))
+            self.biases.append(torch.nn.Parameter(torch.empty(k, 1, o).uniform_(-bound, bound)))
+        self.norm_weights = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(k, 1, h)) for h in hidden]
+                                                   if layer_norm else [])
+        self.norm_biases = torch.nn.ParameterList([torch.nn.Parameter(torch.zeros(k, 1, h)) for h in hidden]
+                                                  if layer_norm else [])
+
+    def forward(self, x: torch.Tensor, members: list[int] | None = None) -> torch.Tensor:
+        """x (B, in) -> (k', B, out) for the given members (all when None)."""
+        def pick(p: torch.Tensor) -> torch.Tensor:
+            return p if members is None else p[members]
+
+        last = len(self.weights) - 1
+        h = x
+        for j, (w, b) in enumerate(zip(self.weights, self.biases)):
+            w, b = pick(w), pick(b)
+            h = torch.baddbmm(b, h.expand(len(w), *h.shape[-2:]), w)
+            if j == last:
+                break
+            if len(self.norm_weights):
+                h = torch.nn.functional.layer_norm(h, h.shape[-1:], eps=1e-3)
+                h = torch.addcmul(pick(self.norm_biases[j]), h, pick(self.norm_weights[j]))
+            h = torch.relu(h)
+        return h
+
+
 class MLPCriticEnsembleModule(_ConcatCritic, EnsembleSACTorchRLModule):
-    """The critic ensemble (ensemble.py) with MLP critics."""
+    """The critic ensemble (ensemble.py) with MLP critics: the twin is RLlib's two critic networks,
+    critics 2..N-1 one BatchedMLP, so the ensemble costs a few batched matmuls, not N - 2 networks."""
+
+    def _build_extra_critics(self, n: int) -> None:
+        cfg = self.catalog.qf_encoder_config  # the twin's MLP encoder (MLPCriticSACCatalog), built just before
+        if cfg.hidden_layer_activation != "relu":
+            raise ValueError(f"the batched critic ensemble uses ReLU; the model asks for {cfg.hidden_layer_activation}")
+        self.qf_extra = BatchedMLP(n, int(cfg.input_dims[0]), list(cfg.hidden_layer_dims),
+                                   bool(cfg.hidden_layer_use_layernorm))
+
+    def extra_critic_attrs(self) -> list[str]:
+        return ["qf_extra"]
+
+    def _extra_q(self, batch: dict, target: bool, members: list[int] | None = None,
+                 squeeze: bool = True) -> torch.Tensor:
+        net = self.target_qf_extra if target else self.qf_extra
+        out = net(torch.cat([batch[Columns.OBS], batch[Columns.ACTIONS]], dim=-1), members)
+        return out.squeeze(-1) if squeeze else out

@@ -27,13 +27,14 @@ from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
 from worldsample.learner.config import LearnerConfig
 from worldsample.learner.ensemble import EXTRA_PREDS, EnsembleSACTorchRLModule
+from worldsample.learner.fast_update import FastUpdateMixin
 from worldsample.store.sampler import Batch
 
 MODULE = "default_policy"
 _WEIGHT_EPS = 1e-8  # a batch whose weights are all 0 gives zero actor and temperature losses, not 0 / 0
 
 
-class PPLSACLearner(SACTorchLearner):
+class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
     """SAC learner with read-only probes for Policy-Paced Learning, and an optional behaviour-cloning
     term on demonstration samples (the `bc_mask` column) in the actor loss."""
 
@@ -43,11 +44,11 @@ class PPLSACLearner(SACTorchLearner):
         super().configure_optimizers_for_module(module_id, config)
         module = self._module[module_id]
         if getattr(module, "num_critics", 2) > 2:
-            params = self.get_parameters(module.qf_extra_encoders) + self.get_parameters(module.qf_extra_heads)
+            params = module.extra_critic_params()
             self.register_optimizer(
                 module_id=module_id,
                 optimizer_name="qf_extra",
-                optimizer=torch.optim.Adam(params, eps=1e-7),
+                optimizer=torch.optim.Adam(params, eps=1e-7, foreach=not self.rllib_reference),
                 params=params,
                 lr_or_lr_schedule=config.critic_lr,
             )
@@ -232,7 +233,9 @@ def flatten_obs(batch: Batch, keys: list[str], prefix: str = "obs/") -> np.ndarr
 class SACAgent:
     """One SAC learner (local, or a group of remote Ray learners) behind a small numpy API."""
 
-    def __init__(self, cfg: LearnerConfig, obs_dim: int, action_space: gym.spaces.Box):
+    def __init__(self, cfg: LearnerConfig, obs_dim: int, action_space: gym.spaces.Box, rllib_reference: bool = False):
+        """`rllib_reference`: RLlib's own per-optimiser backward passes, Adam and target updates instead of
+        fast_update.py's (the same weights; for comparing them)."""
         self.cfg = cfg
         self.obs_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
         self.action_space = action_space
@@ -261,7 +264,8 @@ class SACAgent:
                 num_learners=cfg.num_learners,
                 num_gpus_per_learner=cfg.num_gpus_per_learner,
                 learner_class=PPLSACLearner,
-                learner_config_dict={"bc_weight": cfg.bc_weight, "bc_std_weight": cfg.bc_std_weight},
+                learner_config_dict={"bc_weight": cfg.bc_weight, "bc_std_weight": cfg.bc_std_weight,
+                                     "rllib_reference": rllib_reference},
             )
             .debugging(seed=cfg.seed)
         )
@@ -298,8 +302,37 @@ class SACAgent:
     def update(self, batch: Batch) -> dict[str, float]:
         """One gradient step on a mixer batch (keys obs/<k>, next_obs/<k>, action, reward, done,
         n_step, weights). Returns the learner's scalar metrics."""
+        return self.update_many([batch])
+
+    def update_many(self, batches: list[Batch]) -> dict[str, float]:
+        """One gradient step per batch, in order, in as few learner calls as the critic warm-up allows
+        (one, unless the warm-up ends among them): the same steps as that many `update` calls,
+        without paying RLlib's per-call conversion and metrics for each. All batches have one size.
+        Returns the learner's scalar metrics after the last step."""
+        if not batches:
+            return {}
+        sizes = {len(b["action"]) for b in batches}
+        if len(sizes) != 1:
+            raise ValueError(f"update_many needs batches of one size, got sizes {sorted(sizes)}")
+        n = sizes.pop()
+        results: dict[str, float] = {}
+        while batches:
+            frozen = self.updates < self.cfg.critic_warmup_updates
+            k = min(len(batches), self.cfg.critic_warmup_updates - self.updates) if frozen else len(batches)
+            chunk, batches = batches[:k], batches[k:]
+            if frozen != self._actor_frozen:
+                self._on_learner(lambda learner, f: learner.set_actor_frozen(f), f=frozen)
+                self._actor_frozen = frozen
+            sb = _concat([self._sample_batch(b) for b in chunk])
+            kw = {"minibatch_size": n, "num_epochs": 1, "shuffle_batch_per_epoch": False} if k > 1 else {}
+            out = self.group.update(batch=MultiAgentBatch({MODULE: sb}, env_steps=len(sb)), **kw)
+            self.updates += k
+            results = {k_: _scalar(v) for k_, v in out[0][MODULE].items() if _scalar(v) is not None}
+        return results
+
+    def _sample_batch(self, batch: Batch) -> SampleBatch:
         n = len(batch["action"])
-        sb = SampleBatch(
+        return SampleBatch(
             {
                 "obs": flatten_obs(batch, self.cfg.obs_keys),
                 "new_obs": flatten_obs(batch, self.cfg.obs_keys, "next_obs/"),
@@ -312,13 +345,6 @@ class SACAgent:
                 "bc_mask": batch.get("bc_mask", np.zeros(n, np.float32)).astype(np.float32),
             }
         )
-        frozen = self.updates < self.cfg.critic_warmup_updates
-        if frozen != self._actor_frozen:
-            self._on_learner(lambda learner, f: learner.set_actor_frozen(f), f=frozen)
-            self._actor_frozen = frozen
-        results = self.group.update(batch=MultiAgentBatch({MODULE: sb}, env_steps=n))
-        self.updates += 1
-        return {k: _scalar(v) for k, v in results[0][MODULE].items() if _scalar(v) is not None}
 
     def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int) -> dict[str, float]:
         """Behaviour-clone the actor before online learning; returns the final losses."""
@@ -345,6 +371,12 @@ class SACAgent:
         """Deterministic action for one observation dict (evaluation)."""
         x = np.concatenate([np.asarray(obs[k], np.float32).reshape(-1) for k in self.cfg.obs_keys])[None]
         return self._on_learner(lambda learner, o: learner.deterministic_actions(o), o=x)[0]
+
+
+def _concat(batches: list[SampleBatch]) -> SampleBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return SampleBatch({k: np.concatenate([b[k] for b in batches]) for k in batches[0].keys()})
 
 
 def _scalar(v) -> float | None:
