@@ -24,6 +24,29 @@ from worldsample.errors import ConfigError, RobotProcessError
 from worldsample.paths import RunFiles
 
 DEFAULT_PROFILE = Path("configs/robot_profiles/sim_arm.yaml")
+# the range the private DDS domain is drawn from; WORLDSAMPLE_DDS_DOMAINS=LO-HI narrows it, e.g. to keep
+# jobs started side by side (the test suite's parallel workers) on disjoint domains
+DOMAINS_ENV = "WORLDSAMPLE_DDS_DOMAINS"
+DEFAULT_DOMAINS = (1, 200)
+
+
+def domain_range() -> tuple[int, int]:
+    """(lo, hi), inclusive, from WORLDSAMPLE_DDS_DOMAINS ("LO-HI", within 0-232) or 1-200."""
+    spec = os.environ.get(DOMAINS_ENV, "").strip()
+    if not spec:
+        return DEFAULT_DOMAINS
+    try:
+        lo, hi = (int(x) for x in spec.split("-"))
+    except ValueError:
+        raise ConfigError(f"{DOMAINS_ENV}={spec!r}: expected LO-HI, e.g. 1-200") from None
+    if not 0 <= lo <= hi <= 232:
+        raise ConfigError(f"{DOMAINS_ENV}={spec!r}: DDS domains are 0-232, LO <= HI")
+    return lo, hi
+
+
+def private_domain() -> int:
+    """A random DDS domain from domain_range()."""
+    return random.Random(os.getpid() ^ time.time_ns()).randint(*domain_range())
 
 
 def profile_overrides(cfg: RunConfig, profile: Path = DEFAULT_PROFILE) -> list[str]:
@@ -84,7 +107,7 @@ class SimRobotOverDds:
             raise ConfigError(f"robot profile {profile} not found; run from the repository root or pass --profile")
         self.run, self.cfg, self.profile = Path(run), cfg, profile
         if domain_id is None:
-            domain_id = random.Random(os.getpid() ^ time.time_ns()).randint(1, 200)
+            domain_id = private_domain()
         self.domain_id = domain_id
         self.grace_s = grace_s
         self.procs: dict[str, subprocess.Popen] = {}

@@ -18,6 +18,7 @@ import yaml
 from robot_bridge.codec import Bool, String, decode, encode
 from robot_bridge.transport.base import RELIABLE_QOS
 from robot_bridge.transport.dds import LOOPBACK_XML, DdsTransport
+from services.cli.dds_robot import domain_range
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM_PROFILE = ROOT / "configs" / "robot_profiles" / "sim_arm.yaml"
@@ -47,7 +48,9 @@ def small_profile(tmp_path: Path, **changes) -> Path:
 
 
 def new_domain() -> int:
-    return random.Random(os.getpid() * 1000 + time.time_ns()).randint(1, 100)
+    """A random domain from the range tests/conftest.py gives this pytest worker (WORLDSAMPLE_DDS_DOMAINS,
+    which the jobs the tests start draw from too): parallel workers never share a domain."""
+    return random.Random(os.getpid() * 1000 + time.time_ns()).randint(*domain_range())
 
 
 def env_for(domain: int) -> dict:
