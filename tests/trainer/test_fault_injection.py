@@ -25,12 +25,14 @@ import pytest
 from services.dashboard.server import free_port
 from worldsample.loop.checkpoint import load_checkpoint
 from worldsample.store import EpisodeStore
+from worldsample.store.verify import verify_store
 
 from .procs import REAPER, kill_run, left_after, processes_naming, ray_temp_dir
 from .tiny import ROOT, TINY, rows
 
 ENV = {**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 # the part of a process's command line that tells which process of the job it is
+FINAL_STEPS = 80  # real steps the last resume collects before the run ends
 VICTIMS = {"bridge": "robot_bridge bridge", "sim-robot": "robot_bridge sim-robot", "learner": "ray::Learning"}
 
 
@@ -126,14 +128,13 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path, no_job_left):
             assert f"{gone}; ending the episode, holding the arm, releasing the store" in bridge_log
             assert "episodes committed" in bridge_log  # printed after the recorder closed the store
             assert gone in (run / "sim-robot.log").read_text() and gone in (run / "dashboard.log").read_text()
-        verify = subprocess.run([sys.executable, "-m", "services.cli.main", "store", "verify", str(run)], cwd=ROOT,
-                                env=ENV, capture_output=True, text=True)
-        assert verify.returncode == 0, verify.stdout + verify.stderr
+        rep = verify_store(run)  # `store verify`'s check, in this process (the CLI's runs once at the end)
+        assert rep.ok, rep.problems
         restored = load_checkpoint(run / "trainer")
         kept = float(restored[0]["learner"]["updates"]) if restored else 0.0
         taken, before_steps = updates(run), real_steps(run)  # what the killed job had logged and committed
-        # after the last kill (the supervisor's), a small budget from here ends the run
-        budget = ["--set", f"loop.real_steps={before_steps + 250}"] if victim == "run" else []
+        # after the last kill (the supervisor's), a small budget from here ends the run (two 40-step episodes)
+        budget = ["--set", f"loop.real_steps={before_steps + FINAL_STEPS}"] if victim == "run" else []
         p = start(["--resume", str(run), "--port", port, *budget], log)
         deadline = time.monotonic() + 300
         while real_steps(run) <= before_steps:
@@ -145,7 +146,7 @@ def test_kill_each_process_of_the_main_job_then_resume(tmp_path, no_job_left):
 
     # the last resume ends at its small budget
     assert p.wait(timeout=600) == 0, log_path.read_text()[-3000:]
-    budget = before_steps + 250
+    budget = before_steps + FINAL_STEPS
     log.close()
     out = log_path.read_text()
 
