@@ -25,8 +25,10 @@ system-deps:
 run: system-deps $(STAMP)
 	MUJOCO_GL=egl $(BIN)/worldsample run
 
+# two xdist workers, a file per worker at a time (its module fixtures built once), in collection order:
+# tests/conftest.py puts the long whole-job files first. More workers on 2 cores starve the real-time DDS tests.
 test: system-deps $(STAMP)
-	MUJOCO_GL=egl $(BIN)/python -m pytest -q --durations=15
+	MUJOCO_GL=egl $(BIN)/python -m pytest -q --durations=15 -n 2 --dist loadfile --no-loadscope-reorder
 
 # benchmarks: the bench extra (matplotlib for plots), then the store benchmark; see README for the others
 bench: system-deps $(STAMP)
