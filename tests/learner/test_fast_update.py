@@ -108,7 +108,6 @@ def test_the_algorithm_batches_its_calls_and_never_spans_the_end_of_the_warm_up(
     algo = SACAlgorithm(a)
     calls, seen = [], []
     a.update_many = lambda bs, f=a.update_many: (calls.append(len(bs)), f(bs))[1]
-    a.update = lambda b, f=a.update: (calls.append(1), f(b))[1]
 
     def draw(n):
         for b in batches(n):

@@ -70,6 +70,16 @@ class _MLP:
                 layers[-1][1] = (weight.astype(np.float32), bias.astype(np.float32))
             else:
                 raise ConfigError(f"unexpected layer {prefix}.net.mlp.{i} of shape {weight.shape}")
+        self._set(layers, act, act_last)
+
+    @classmethod
+    def of(cls, layers: list[list], act: Callable[[np.ndarray], np.ndarray] | None, act_last: bool) -> _MLP:
+        """An MLP of given layers: [(W (out, in), b), LayerNorm (g, b) or None] each."""
+        mlp = cls.__new__(cls)
+        mlp._set(layers, act, act_last)
+        return mlp
+
+    def _set(self, layers: list[list], act, act_last: bool) -> None:
         self.layers, self.act, self.act_last = layers, act, act_last
         self.in_dim = layers[0][0][0].shape[1]
 
@@ -166,29 +176,20 @@ class Critic:
 class _BatchedMember:
     """Member i of the batched MLP critics (worldsample/learner/mlp_critic.py `BatchedMLP`, saved as
     `qf_extra.weights.j` (k, in, out), `qf_extra.biases.j` (k, 1, out) and, with LayerNorm,
-    `qf_extra.norm_weights.j` / `qf_extra.norm_biases.j`): Linear [LayerNorm] ReLU per hidden layer,
-    then the linear output, on concat(obs, actions)."""
+    `qf_extra.norm_weights.j` / `qf_extra.norm_biases.j`): the layers of an `_MLP` on concat(obs, actions),
+    its last layer linear."""
 
     def __init__(self, w: Mapping[str, np.ndarray], prefix: str, i: int, action_dim: int):
         n = len({k for k in w if k.startswith(f"{prefix}.weights.")})
-        self.layers = [(w[f"{prefix}.weights.{j}"][i].astype(np.float32), w[f"{prefix}.biases.{j}"][i, 0])
-                       for j in range(n)]
-        self.norms = [(w[f"{prefix}.norm_weights.{j}"][i, 0], w[f"{prefix}.norm_biases.{j}"][i, 0])
-                      for j in range(n - 1) if f"{prefix}.norm_weights.{j}" in w]
-        self.in_dim = self.layers[0][0].shape[0] - action_dim
+        norm = [(w[f"{prefix}.norm_weights.{j}"][i, 0], w[f"{prefix}.norm_biases.{j}"][i, 0])
+                if f"{prefix}.norm_weights.{j}" in w else None for j in range(n)]
+        layers = [[(w[f"{prefix}.weights.{j}"][i].T.astype(np.float32), w[f"{prefix}.biases.{j}"][i, 0]), norm[j]]
+                  for j in range(n)]
+        self.mlp = _MLP.of(layers, _relu, act_last=False)
+        self.in_dim = self.mlp.in_dim - action_dim
 
     def __call__(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        x = np.concatenate([obs, actions], axis=-1)
-        for j, (W, b) in enumerate(self.layers):
-            x = x @ W + b
-            if j == len(self.layers) - 1:
-                break
-            if self.norms:
-                mu = x.mean(-1, keepdims=True)
-                x = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + LN_EPS) * self.norms[j][0] \
-                    + self.norms[j][1]
-            x = _relu(x)
-        return x[..., 0]
+        return self.mlp(np.concatenate([obs, actions], axis=-1))[..., 0]
 
 
 def _batched(w: Mapping[str, np.ndarray], prefix: str = "qf_extra") -> list[QNet]:

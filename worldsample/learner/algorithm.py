@@ -120,15 +120,14 @@ class SACAlgorithm(Algorithm):
         that end and every batch is drawn with the value sequential updates would give it."""
         stats = MeanStats()
         it = iter(batches)
-        per_call = max(1, int(getattr(self.cfg, "updates_per_call", 1)))
         while True:
-            k = per_call
+            k = self.cfg.updates_per_call
             if not self.actor_learning:
                 k = min(k, self.cfg.critic_warmup_updates - self.agent.updates)
             chunk = [self.prepare(b) for b in itertools.islice(it, k)]
             if not chunk:
                 return stats.mean()
-            stats.add(self.agent.update_many(chunk) if len(chunk) > 1 else self.agent.update(chunk[0]))
+            stats.add(self.agent.update_many(chunk))
 
     def pretrain(self, obs: np.ndarray, actions: np.ndarray) -> dict[str, float]:
         steps = self.cfg.bc_pretrain_steps
