@@ -9,6 +9,10 @@ arithmetic, replaced here with the same results:
   the critics are frozen in the actor's loss, alpha is detached outside its own loss), so one
   backward pass of their sum gives every parameter the gradient its own loss gives it;
 - single-tensor Adam: the optimisers step with `foreach` kernels (one call per group of tensors);
+- a finiteness check of every gradient, twice, each with its own host sync (`torch.isfinite(g).all()`
+  per parameter before setting it and again per optimiser before stepping): one `torch._foreach_norm`
+  over all gradients and one check of the stacked norms; only if that finds a non-finite value
+  does RLlib's own per-parameter path run (zeroing or skipping as its config says);
 - Polyak averaging through `state_dict()` / `load_state_dict()` per network pair, once per
   learner call: one `torch._foreach_lerp_` over all target parameters after every gradient step,
   so a call with several minibatches (`SACAgent.update_many`, the update-to-data ratio inside one
@@ -58,6 +62,19 @@ class FastUpdateMixin:
         if self._temp_losses:
             raise RuntimeError(f"losses without an optimiser: {sorted(self._temp_losses)}")
         return grads
+
+    def apply_gradients(self, gradients_dict) -> None:
+        if (self.rllib_reference or self.config.torch_skip_nan_gradients or self._grad_scalers is not None
+                or self._lr_scheduler_classes is not None):
+            return super().apply_gradients(gradients_dict)
+        grads = [g for g in gradients_dict.values() if g is not None]
+        if grads and not bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
+            return super().apply_gradients(gradients_dict)  # RLlib's warnings and nan/inf handling
+        for pid, grad in gradients_dict.items():
+            self._params[pid].grad = grad
+        for module_id, names in self._module_optimizers.items():
+            for name in names:
+                self.get_optimizer(module_id, name).step()
 
     def _uncompiled_update(self, batch, **kwargs):
         out = super()._uncompiled_update(batch, **kwargs)
