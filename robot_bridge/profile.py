@@ -230,6 +230,15 @@ class EpisodeSpec(_Strict):
             "real-step budget; `worldsample run` sets it to loop.real_steps); null: no limit"
         ),
     )
+    max_policy_lag_steps: int | None = Field(
+        None, ge=0,
+        description=(
+            "with auto_start: the next episode waits while the group holds more than this many committed steps "
+            "beyond the real steps the loaded policy was trained on (its `source.real_steps`), looking for a newer "
+            "policy once a second: the learner keeps its update-to-data ratio on the robot's clock instead of "
+            "falling behind (`worldsample run` sets it to loop.max_lag_steps); null: never wait"
+        ),
+    )
     fault_recover_s: float | None = Field(
         3.0, gt=0,
         description=(

@@ -64,6 +64,8 @@ class Controller(TopicInputs):
         self.fault: str | None = None
         self._fresh_since: int | None = None  # faulted: since when every required stream is fresh again
         self._budget_logged = False
+        self._lag_wait_since: int | None = None  # waiting for the learner (max_policy_lag_steps) since
+        self.lag_waits, self.lag_wait_s = 0, 0.0  # episodes that waited for it, and the seconds they waited
         self.recoveries = 0  # faults ended by fresh streams (auto_start), not by the operator
         self.last_outcome: str | None = None
         self.refused: deque[str] = deque(maxlen=5)
@@ -111,6 +113,7 @@ class Controller(TopicInputs):
             and not self._stale(now)
             and self._have_policy(now)
             and not self._budget_spent()
+            and self._learner_caught_up(now)
         ):
             self._command({"cmd": "start"}, now)
         state = self.sm.state
@@ -156,6 +159,37 @@ class Controller(TopicInputs):
             log.info("step budget reached: %d committed steps in %s (auto_start_steps %d); no new episodes start "
                      "on their own", self.recorder.group_steps, self.p.episode.group, limit)
         return spent
+
+    def policy_lag(self) -> int | None:
+        """Committed steps of the group beyond those the loaded policy was trained on (None: not known)."""
+        trained = self.policy.trained_steps
+        return None if trained is None else max(0, self.recorder.group_steps - trained)
+
+    def _learner_caught_up(self, now: int) -> bool:
+        """`episode.max_policy_lag_steps`: an unattended episode starts only once the learner has learnt
+        from all but that many of the committed steps (its newest policy says how many it had); until
+        then the arm waits at its reset pose and the bridge looks for a newer policy once a second."""
+        limit = self.p.episode.max_policy_lag_steps
+        if limit is None:
+            return True
+        if not self.recorder.settled:
+            return False  # the last episode's steps are not counted yet
+        lag = self.policy_lag()
+        if lag is not None and lag > limit and now >= self._next_policy_look:
+            self._next_policy_look = now + 1_000_000_000
+            self.policy.refresh()
+            lag = self.policy_lag()
+        if lag is None or lag <= limit:
+            if self._lag_wait_since is not None:
+                self.lag_wait_s += (now - self._lag_wait_since) / 1e9
+                self._lag_wait_since = None
+            return True
+        if self._lag_wait_since is None:
+            self._lag_wait_since = now
+            self.lag_waits += 1
+            log.info("waiting for the learner: %d committed steps not yet learnt from by policy v%s "
+                     "(max_policy_lag_steps %d)", lag, self.policy.version, limit)
+        return False
 
     def _have_policy(self, now: int) -> bool:
         """Unattended episodes wait for the first exported policy (looked for once a second):
@@ -459,6 +493,8 @@ class Controller(TopicInputs):
             "control_hz": round(1e3 / float(np.mean(recent[1:])), 2) if len(recent) > 2 else None,
             "jitter_p99_ms": round(float(np.percentile(self._jitter_ms(), 99)), 3),
             "policy_version": self.policy.version,
+            "policy_lag_steps": self.policy_lag(),
+            "learner_wait_s": round(self.lag_wait_s, 1),
             "fault": self.fault,
             "stale_causes": {k: self._stream_cause(k, now) for k in stale},
         }
@@ -478,6 +514,9 @@ class Controller(TopicInputs):
             "last_outcome": self.last_outcome,
             "policy_version": self.policy.version,
             "policy_error": self.policy.error,
+            "policy_lag_steps": self.policy_lag(),
+            "learner_waits": {"episodes": self.lag_waits, "seconds": round(self.lag_wait_s, 1),
+                              "waiting": self._lag_wait_since is not None},
             "episodes": {"committed": rs.committed, "discarded": rs.discarded, "spoiled": rs.spoiled,
                          "overruns": rs.overruns, "last": rs.last_episode},
             "recorder_backlog": self.recorder.backlog,

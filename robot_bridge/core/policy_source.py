@@ -46,6 +46,12 @@ class PolicySource:
     def version(self) -> int | None:
         return self.actor.version if self.actor else None
 
+    @property
+    def trained_steps(self) -> int | None:
+        """The real steps the loaded policy was trained on (`source.real_steps` of its version), if it says."""
+        steps = self.actor.config.source.get("real_steps") if self.actor else None
+        return int(steps) if isinstance(steps, int | float) and not isinstance(steps, bool) else None
+
     def refresh(self) -> bool:
         """Load the followed version if it differs from the current actor's; True when the actor changed."""
         if not self.enabled:

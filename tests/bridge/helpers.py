@@ -151,12 +151,15 @@ class Operator:
         self.t.close()
 
 
-def publish_policy(run_dir: Path, seed: int = 0, scale: float = 0.5, stochastic: bool = False) -> int:
-    """A random MLP over proprio+state into RUN's registry; returns its version."""
+def publish_policy(run_dir: Path, seed: int = 0, scale: float = 0.5, stochastic: bool = False,
+                   source: dict | None = None) -> int:
+    """A random MLP over proprio+state into RUN's registry (`source`: its provenance, e.g. real_steps); returns
+    its version."""
     from worldsample.policy import ObsInput, PolicyConfig, PolicyRegistry
 
     cfg = PolicyConfig(obs=[ObsInput(key="proprio", dim=4), ObsInput(key="state", dim=39)], action_dim=4,
-                       hidden=[16], action_low=[-1] * 4, action_high=[1] * 4, stochastic=stochastic)
+                       hidden=[16], action_low=[-1] * 4, action_high=[1] * 4, stochastic=stochastic,
+                       source=source or {})
     rng = np.random.default_rng(seed)
     tensors = {k: rng.normal(0, scale, s).astype(np.float32) for k, s in cfg.tensor_shapes().items()}
     return PolicyRegistry(run_dir).publish(cfg, tensors)

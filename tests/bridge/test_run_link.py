@@ -108,6 +108,37 @@ def test_unattended_episodes_stop_at_the_step_budget(tmp_path):
         assert budget <= got < budget + 8 and got > before, (budget, before, steps())
 
 
+def test_unattended_episodes_wait_for_the_learner_to_catch_up(tmp_path):
+    """With `episode.max_policy_lag_steps` an unattended episode starts only while the loaded policy was
+    trained on all but that many of the committed steps (`source.real_steps`): the arm waits for a newer
+    policy instead of collecting ahead of the learner (before: 6,328 real steps collected for a 4,000-step
+    budget by a main job whose learner was four times slower than the arm)."""
+    from tests.bridge.helpers import publish_policy
+    from worldsample.store import EpisodeStore
+
+    run = tmp_path / "run"
+    publish_policy(run, seed=3, scale=0.1, source={"real_steps": 0})
+
+    def steps() -> int:
+        return sum(r.length for r in EpisodeStore(run).reader("real").episode_records())
+
+    profile = small_profile(tmp_path, **{"episode.max_steps": 8, "episode.auto_start": True,
+                                         "episode.max_policy_lag_steps": 10, "action.max_delta": 10.0})
+    with Rig(tmp_path, profile, run) as rig:
+        st = rig.op.wait(lambda s: s["learner_waits"]["waiting"], 60, "the bridge waiting for the learner")
+        held = steps()
+        # the last episode started at a lag of at most 10 and lasted at most 8 steps
+        assert 10 < held <= 18 and st["policy_lag_steps"] == held, (held, st["policy_lag_steps"])
+        st = wait_observations(rig.op, 40)  # ticks enough for several more 8-step episodes: none starts
+        assert st["state"] in ("idle", "ended") and st["learner_waits"]["waiting"] and steps() == held, st
+        publish_policy(run, seed=3, scale=0.1, source={"real_steps": held})  # the learner caught up
+        st = rig.op.wait(lambda s: s["episodes"]["committed"] >= 1 and steps() > held, 60,
+                         "the next episode once a policy trained on the committed steps exists")
+        st = rig.op.wait(lambda s: s["learner_waits"]["seconds"] > 0, 30, "the wait counted")
+        assert st["learner_waits"]["episodes"] >= 1 and st["policy_version"] == 2
+        rig.op.wait(lambda s: StatusFile(run).read().robot.learner_wait_s > 0, 10, "the wait in status.json")
+
+
 def test_unattended_episodes_start_again_after_a_stalled_sensor(tmp_path):
     """The simulated arm stalls (SIGSTOP) long enough for its streams to go stale: the bridge faults,
     holds the arm, and with auto_start starts again once every stream has been fresh for

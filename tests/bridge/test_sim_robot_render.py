@@ -159,6 +159,17 @@ def test_the_main_jobs_real_step_budget_reaches_the_bridge():
     assert load_profile(DEFAULT_PROFILE).episode.auto_start_steps is None  # a profile alone sets no budget
 
 
+def test_the_main_jobs_lag_bound_reaches_the_bridge():
+    from services.cli.dds_robot import DEFAULT_PROFILE, profile_overrides
+    from worldsample.config import load_config
+
+    for value, expected in (("77", 77), ("null", None)):
+        cfg = load_config(None, [f"loop.max_lag_steps={value}"])
+        assert load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).episode.max_policy_lag_steps == expected
+    assert load_config(None, []).loop.max_lag_steps == 300
+    assert load_profile(DEFAULT_PROFILE).episode.max_policy_lag_steps is None  # a profile alone never waits
+
+
 def test_a_camera_with_a_native_size_is_rendered_there_and_cut_down_by_the_bridge(tmp_path):
     """The simulated arm publishes what a real camera would: frames of the camera's native size. The
     bridge's own converter (crop box, area resize: worldsample.frames) makes the stored frame of it.

@@ -46,6 +46,10 @@ class RobotState(BaseModel):
     obs_age_s: float | None = Field(None, description="age of the stalest required stream's newest sample")
     jitter_p99_ms: float | None = Field(None, description="99th percentile of |period - nominal| of the control loop")
     policy_version: int | None = Field(None, description="the policy version the robot acts with")
+    policy_lag_steps: int | None = Field(None, description="committed real steps the robot's policy was not "
+                                         "trained on (the policy's age at the robot); None: not known")
+    learner_wait_s: float | None = Field(None, description="seconds unattended episodes waited for the learner "
+                                         "(episode.max_policy_lag_steps)")
     fault: str | None = Field(None, max_length=2000, description="why the bridge holds the arm, in words")
     stale_causes: dict[str, str] = Field({}, description="per stale required stream: why it has no usable sample")
     transport: str | None = Field(None, description="dds, rclpy or local")
