@@ -32,6 +32,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rl_stats import auc, bootstrap_ci, iqm  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = ("off", "naive", "ppl")
 console = Console(width=160)
@@ -69,7 +72,7 @@ def wall_seconds(run: Path) -> float:
 
 def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
     """Mean synthetic share of learner batches (whole run, and from the first evaluation at or above
-    `competent`), the human's share of online steps in the first and last quarter of the budget, and
+    `competent`), the human's share of online steps in each quarter of the budget, and
     the world model's success head on held-out real windows (its last calibration)."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     share = [(r["step"], r["batch/synthetic_share"]) for r in rows if "batch/synthetic_share" in r]
@@ -91,6 +94,7 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
         "synthetic_share_competent": mean([v for s, v in share if t_comp is not None and s >= t_comp]),
         "human_first_quarter": human(0.0, 0.25),
         "human_last_quarter": human(0.75, 1.0),
+        **{f"human_q{q + 1}": human(q / 4, (q + 1) / 4) for q in range(4)},
         "success_precision": last.get("wm/success_precision"),
         "success_recall": last.get("wm/success_recall"),
         # the success pool's supply: the share of written synthetic episodes that end on a predicted success
@@ -181,6 +185,12 @@ def plot_shares(out: Path, results: dict, path: Path, bins: int = 10) -> None:
     fig.savefig(path)
 
 
+def _iqm_ci(xs: list[float]) -> str:
+    """IQM over runs with its 95 % bootstrap interval, in percent (bench/rl_stats.py)."""
+    lo, hi = bootstrap_ci(xs)
+    return f"{100 * iqm(xs):.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
 def _pct(xs: list) -> str:
     xs = [x for x in xs if x is not None]
     return f"{100 * np.mean(xs):.0f} %" if xs else "-"
@@ -191,8 +201,9 @@ def summarise(
 ) -> tuple[Table, list[str]]:
     table = Table(title=f"success vs real steps (threshold {100 * threshold:.0f} %, budget {budget} real steps)")
     steps_to_col = f"steps to {100 * threshold:.0f} % (per seed)"
-    cols = ("arm", "success at 0", "final success", steps_to_col, "mean steps", "steps vs off", "synthetic share",
-            "once competent", "human 1st/last quarter", "success head P/R", "synthetic successes", "vetoed",
+    cols = ("arm", "success at 0", "final success", "final IQM [95 % CI]", "AUC IQM [95 % CI]", steps_to_col,
+            "mean steps", "steps vs off", "synthetic share",
+            "once competent", "human per quarter", "success head P/R", "synthetic successes", "vetoed",
             "train s/run")
     for col in cols:
         table.add_column(col, justify="right")
@@ -215,13 +226,14 @@ def summarise(
             arm,
             f"{100 * start:.0f} %",
             f"{100 * np.mean(final):.0f} % (sd {100 * np.std(final):.0f})",
+            _iqm_ci(final),
+            _iqm_ci([auc(pts, budget) for pts in runs.values()]),
             per_seed,
             mean,
             vs,
             _pct([d["synthetic_share"] for d in diags[arm].values()]),
             _pct([d["synthetic_share_competent"] for d in diags[arm].values()]),
-            _pct([d["human_first_quarter"] for d in diags[arm].values()])
-            + " / " + _pct([d["human_last_quarter"] for d in diags[arm].values()]),
+            " / ".join(_pct([d.get(f"human_q{q}") for d in diags[arm].values()]) for q in range(1, 5)),
             _pct([d["success_precision"] for d in diags[arm].values()])
             + " / " + _pct([d["success_recall"] for d in diags[arm].values()]),
             _pct([d.get("synthetic_successes") for d in diags[arm].values()]),
