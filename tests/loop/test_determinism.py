@@ -29,6 +29,7 @@ TINY = [
     "loop.min_real_for_learning=32",
     "loop.learner.hidden=[16,16]",
     "loop.learner.batch_size=16",
+    "loop.learner.utd=1",  # the profile's 10 critics stay: the batched ensemble repeats too
     "loop.learner.bc_pretrain_steps=5",
     "loop.learner.critic_warmup_updates=2",
     "loop.wm_every_episodes=1",

@@ -23,8 +23,10 @@ def _small_world_model() -> WorldModelConfig:
 
 
 def _cpu_learner() -> LearnerConfig:
-    """Sized for 2 CPU cores (about 30 ms an update); configs/loop_gpu.yaml has HIL-SERL's sizes."""
-    return LearnerConfig(hidden=[128, 128], batch_size=128, utd=1)
+    """Sized for 2 CPU cores: four updates per real step with RLPD's ensemble of 10 critics, the best of the
+    four settings measured on 5 seeds (docs/results.md, "Update-to-data ratio"); configs/loop_gpu.yaml has
+    HIL-SERL's sizes."""
+    return LearnerConfig(hidden=[128, 128], batch_size=128, utd=4, critics=10)
 
 
 LATENT_KEY = "latent"
