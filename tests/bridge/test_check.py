@@ -76,7 +76,7 @@ def test_check_against_the_simulated_arm(tmp_path):
     rc, out = results["qos"]
     assert rc == 1, out
     assert "/cam/corner/image_raw: QoS mismatch: the profile asks for reliable (publisher offers best_effort)" in out
-    assert "1 problem(s)" in out
+    assert "1 problem(s)" in out, out
 
 
 def test_worldsample_robot_check_with_an_independent_driver(tmp_path):
