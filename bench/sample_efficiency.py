@@ -92,8 +92,6 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
     return {
         "synthetic_share": mean([v for _, v in share]),
         "synthetic_share_competent": mean([v for s, v in share if t_comp is not None and s >= t_comp]),
-        "human_first_quarter": human(0.0, 0.25),
-        "human_last_quarter": human(0.75, 1.0),
         **{f"human_q{q + 1}": human(q / 4, (q + 1) / 4) for q in range(4)},
         "success_precision": last.get("wm/success_precision"),
         "success_recall": last.get("wm/success_recall"),

@@ -234,8 +234,9 @@ class EpisodeSpec(_Strict):
         None, ge=0,
         description=(
             "with auto_start: the next episode waits while the group holds more than this many committed steps "
-            "beyond the real steps the loaded policy was trained on (its `source.real_steps`), looking for a newer "
-            "policy once a second: the learner keeps its update-to-data ratio on the robot's clock instead of "
+            "beyond the real steps the newest published policy was trained on (its `source.real_steps`, looked up "
+            "once a second, whichever version `policy` runs): the learner keeps its update-to-data ratio on the "
+            "robot's clock instead of "
             "falling behind (`worldsample run` sets it to loop.max_lag_steps); null: never wait"
         ),
     )

@@ -65,6 +65,7 @@ class Controller(TopicInputs):
         self._fresh_since: int | None = None  # faulted: since when every required stream is fresh again
         self._budget_logged = False
         self._lag_wait_since: int | None = None  # waiting for the learner (max_policy_lag_steps) since
+        self._next_learner_look, self._learner_steps = 0, None  # the newest policy's real_steps, once a second
         self.lag_waits, self.lag_wait_s = 0, 0.0  # episodes that waited for it, and the seconds they waited
         self.recoveries = 0  # faults ended by fresh streams (auto_start), not by the operator
         self.last_outcome: str | None = None
@@ -167,18 +168,18 @@ class Controller(TopicInputs):
 
     def _learner_caught_up(self, now: int) -> bool:
         """`episode.max_policy_lag_steps`: an unattended episode starts only once the learner has learnt
-        from all but that many of the committed steps (its newest policy says how many it had); until
-        then the arm waits at its reset pose and the bridge looks for a newer policy once a second."""
+        from all but that many of the committed steps (its newest published policy says how many it had,
+        looked up at most once a second); until then the arm waits at its reset pose."""
         limit = self.p.episode.max_policy_lag_steps
         if limit is None:
             return True
         if not self.recorder.settled:
             return False  # the last episode's steps are not counted yet
-        lag = self.policy_lag()
-        if lag is not None and lag > limit and now >= self._next_policy_look:
-            self._next_policy_look = now + 1_000_000_000
-            self.policy.refresh()
-            lag = self.policy_lag()
+        if now >= self._next_learner_look:
+            self._next_learner_look = now + 1_000_000_000
+            self._learner_steps = self.policy.learner_steps()
+        trained = self._learner_steps
+        lag = None if trained is None else self.recorder.group_steps - trained
         if lag is None or lag <= limit:
             if self._lag_wait_since is not None:
                 self.lag_wait_s += (now - self._lag_wait_since) / 1e9
@@ -187,8 +188,8 @@ class Controller(TopicInputs):
         if self._lag_wait_since is None:
             self._lag_wait_since = now
             self.lag_waits += 1
-            log.info("waiting for the learner: %d committed steps not yet learnt from by policy v%s "
-                     "(max_policy_lag_steps %d)", lag, self.policy.version, limit)
+            log.info("waiting for the learner: %d committed steps not yet learnt from by the newest policy "
+                     "(max_policy_lag_steps %d)", lag, limit)
         return False
 
     def _have_policy(self, now: int) -> bool:

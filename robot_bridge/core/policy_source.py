@@ -40,6 +40,7 @@ class PolicySource:
         self.actor: NumpyActor | OnnxActor | None = None
         self.error: str | None = None
         self.swaps = 0
+        self._newest: tuple[int | None, int | None] = (None, None)  # (newest version, its real_steps)
         self.enabled = enabled  # False: never loads a policy, every step holds (`demos record`)
 
     @property
@@ -49,8 +50,19 @@ class PolicySource:
     @property
     def trained_steps(self) -> int | None:
         """The real steps the loaded policy was trained on (`source.real_steps` of its version), if it says."""
-        steps = self.actor.config.source.get("real_steps") if self.actor else None
-        return int(steps) if isinstance(steps, int | float) and not isinstance(steps, bool) else None
+        return _real_steps(self.actor.config.source) if self.actor else None
+
+    def learner_steps(self) -> int | None:
+        """The real steps the newest published version was trained on: the learner's progress, whichever
+        version the robot runs (with `follow="recommended"` that may stay an older one on purpose). Reads
+        the `latest` pointer, and a version's config only when the pointer moved."""
+        try:
+            newest = self._registry.latest_version()
+            if newest is not None and newest != self._newest[0]:
+                self._newest = (newest, _real_steps(self._registry.config(newest).source))
+        except PolicyError as e:
+            log.warning("learner progress unknown: %s", e)  # keeps the last known figure
+        return self._newest[1]
 
     def refresh(self) -> bool:
         """Load the followed version if it differs from the current actor's; True when the actor changed."""
@@ -92,3 +104,8 @@ class PolicySource:
         if self.actor is None:
             return hold.copy()
         return self.actor.act(obs, explore=self.explore and self.actor.config.stochastic, rng=self._rng)
+
+
+def _real_steps(source: Mapping) -> int | None:
+    steps = source.get("real_steps")
+    return int(steps) if isinstance(steps, int | float) and not isinstance(steps, bool) else None

@@ -3,6 +3,8 @@ the robot's state there (worldsample.runlog)."""
 
 import math
 
+import pytest
+
 from tests.bridge.helpers import Rig, small_profile
 from worldsample.runlog import ControlChannel, StatusFile
 
@@ -108,22 +110,28 @@ def test_unattended_episodes_stop_at_the_step_budget(tmp_path):
         assert budget <= got < budget + 8 and got > before, (budget, before, steps())
 
 
-def test_unattended_episodes_wait_for_the_learner_to_catch_up(tmp_path):
-    """With `episode.max_policy_lag_steps` an unattended episode starts only while the loaded policy was
+@pytest.mark.parametrize("follow", ["latest", "recommended"])
+def test_unattended_episodes_wait_for_the_learner_to_catch_up(tmp_path, follow):
+    """With `episode.max_policy_lag_steps` an unattended episode starts only while the newest policy was
     trained on all but that many of the committed steps (`source.real_steps`): the arm waits for a newer
     policy instead of collecting ahead of the learner (before: 6,328 real steps collected for a 4,000-step
-    budget by a main job whose learner was four times slower than the arm)."""
+    budget by a main job whose learner was four times slower than the arm). Following `recommended`,
+    pinned to the first version, the robot keeps running it and the learner's progress still counts."""
     from tests.bridge.helpers import publish_policy
+    from worldsample.evaluation.recommend import write_recommended
     from worldsample.store import EpisodeStore
 
     run = tmp_path / "run"
     publish_policy(run, seed=3, scale=0.1, source={"real_steps": 0})
+    if follow == "recommended":
+        write_recommended(run, 1)
 
     def steps() -> int:
         return sum(r.length for r in EpisodeStore(run).reader("real").episode_records())
 
     profile = small_profile(tmp_path, **{"episode.max_steps": 8, "episode.auto_start": True,
-                                         "episode.max_policy_lag_steps": 10, "action.max_delta": 10.0})
+                                         "episode.max_policy_lag_steps": 10, "episode.policy": follow,
+                                         "action.max_delta": 10.0})
     with Rig(tmp_path, profile, run) as rig:
         st = rig.op.wait(lambda s: s["learner_waits"]["waiting"], 60, "the bridge waiting for the learner")
         held = steps()
@@ -135,7 +143,7 @@ def test_unattended_episodes_wait_for_the_learner_to_catch_up(tmp_path):
         st = rig.op.wait(lambda s: s["episodes"]["committed"] >= 1 and steps() > held, 60,
                          "the next episode once a policy trained on the committed steps exists")
         st = rig.op.wait(lambda s: s["learner_waits"]["seconds"] > 0, 30, "the wait counted")
-        assert st["learner_waits"]["episodes"] >= 1 and st["policy_version"] == 2
+        assert st["learner_waits"]["episodes"] >= 1 and st["policy_version"] == (2 if follow == "latest" else 1)
         rig.op.wait(lambda s: StatusFile(run).read().robot.learner_wait_s > 0, 10, "the wait in status.json")
 
 

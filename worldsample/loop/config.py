@@ -87,7 +87,7 @@ class LoopConfig(BaseModel):
     reward_scale: float = Field(0.1, gt=0.0, description="reward=task: the learner sees the task's reward times this")
     explore: bool = Field(True, description="the robot samples from the stochastic policy")
     max_lag_steps: int | None = Field(
-        300, ge=0, description="robot=bridge: an unattended episode starts only while the robot's policy was trained "
+        300, ge=0, description="robot=bridge: an unattended episode starts only while the newest policy was trained "
         "on all but at most this many committed real steps (the bridge's episode.max_policy_lag_steps), so the "
         "learner holds `learner.utd` on the robot's clock; 300 is two default episodes: one on the arm while the "
         "learner learns the last; null: the arm never waits and the learner falls behind when it is slower")

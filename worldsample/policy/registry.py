@@ -66,6 +66,17 @@ class PolicyRegistry:
             version = self.latest_version()
             if version is None:
                 raise PolicyError(f"no policy published in {self.root} yet")
+        config = self.config(version)
+        vdir = self.dir.path(version)
+        try:
+            tensors = load_file(str(vdir / ACTOR_FILE))
+        except (FileNotFoundError, SafetensorError, OSError) as e:
+            raise PolicyError(f"cannot read {vdir / ACTOR_FILE}: {e}") from None
+        check_tensors(config, tensors, where=str(vdir))
+        return config, tensors
+
+    def config(self, version: int) -> PolicyConfig:
+        """The validated config of `version` alone (no tensors read)."""
         vdir = self.dir.path(version)
         try:
             config = PolicyConfig.model_validate(json.loads((vdir / CONFIG_FILE).read_text()))
@@ -75,12 +86,7 @@ class PolicyRegistry:
             raise PolicyError(f"{vdir / CONFIG_FILE} is invalid: {e}") from None
         if config.version != version:
             raise PolicyError(f"{vdir / CONFIG_FILE} says version {config.version}, its directory {version}")
-        try:
-            tensors = load_file(str(vdir / ACTOR_FILE))
-        except (FileNotFoundError, SafetensorError, OSError) as e:
-            raise PolicyError(f"cannot read {vdir / ACTOR_FILE}: {e}") from None
-        check_tensors(config, tensors, where=str(vdir))
-        return config, tensors
+        return config
 
 
 def check_tensors(config: PolicyConfig, tensors: dict[str, np.ndarray], where: str) -> None:
