@@ -30,3 +30,35 @@ def auc(points: list[tuple[int, float]], budget: int) -> float:
         return 0.0
     steps = [min(s, budget) for s, _ in points] + [budget]
     return float(sum((steps[i + 1] - steps[i]) * v for i, (_, v) in enumerate(points)) / max(budget, 1))
+
+
+def prob_improvement(x, y) -> float:
+    """P(X > Y): the chance that a run of arm X scores above a run of arm Y (ties count half), over all
+    pairs of runs: rliable's probability of improvement on one task (the Mann-Whitney U statistic / nm)."""
+    a, b = np.asarray(x, float)[:, None], np.asarray(y, float)[None, :]
+    return float(np.mean((a > b) + 0.5 * (a == b)))
+
+
+def bootstrap_ci2(x, y, stat, reps: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of a two-arm statistic `stat(x, y)`, the runs of each arm resampled
+    separately (rliable's stratified bootstrap with one task: the strata are the arms)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    rng = np.random.default_rng(seed)
+    boots = [stat(x[rng.integers(0, len(x), len(x))], y[rng.integers(0, len(y), len(y))]) for _ in range(reps)]
+    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def performance_profile(scores, taus) -> np.ndarray:
+    """Run-score distribution: the share of runs scoring above each threshold tau (rliable)."""
+    s = np.asarray(scores, float)[:, None]
+    return (s > np.asarray(taus, float)[None, :]).mean(0)
+
+
+def detectable_difference(scores, n: int | None = None) -> float:
+    """The smallest difference of means between two arms of `n` runs each (default: as many as given)
+    that a two-sided test at 5 % finds with 80 % power, with the spread of `scores` as both arms' spread:
+    (1.96 + 0.84) * sd * sqrt(2 / n). Used to say what a protocol can see, not as a test."""
+    s = np.asarray(scores, float)
+    n = n or len(s)
+    return float(2.8 * s.std(ddof=1) * np.sqrt(2.0 / n)) if len(s) > 1 else float("nan")

@@ -1,15 +1,23 @@
 """Sample efficiency of the loop: real data only (`off`), a fixed synthetic share (`naive`), and
-Policy-Paced Learning (`ppl`), on the same task, demonstrations and seeds.
+Policy-Paced Learning (`ppl`), on the same task, demonstrations and seeds; or any arms named with
+`--arm NAME KEY=VALUE ...` (config overrides of that arm only).
 
     .venv/bin/pip install -e '.[bench]'                                   # matplotlib, for the plot
     .venv/bin/python bench/sample_efficiency.py --jobs 2                 # CPU state profile, 3 seeds
     .venv/bin/python bench/sample_efficiency.py --seeds 0 --real-steps 600  # smoke run
+    .venv/bin/python bench/sample_efficiency.py --arms off --arm oracle50 loop.ppl.mode=naive \
+        loop.ppl.naive_share=0.5 loop.synth.imaginer=simulator          # a named arm beside `off`
 
 Per seed, the scripted expert records the demonstrations once; every arm trains on a copy of that
 run directory with `worldsample train` (the simulated arm in lock-step, local Ray), so arms differ
 only in `loop.ppl.mode`. Success is the deterministic policy on 20 fixed held-out initial states,
 measured by the trainer every few episodes. Reported: success vs real steps (PNG and table), real
-steps to reach the threshold (80 %), and final success at the budget.
+steps to reach the threshold (80 %), and final success at the budget (the final evaluation takes
+`loop.final_eval_episodes` states). Per arm, rliable's protocol (bench/rl_stats.py): the IQM over
+seeds of final success and of the area under the success curve, with 95 % bootstrap intervals; against
+the first arm (the baseline): the probability that a run of the arm beats a run of the baseline, the
+difference in steps to the threshold with its interval, and the smallest difference the baseline's
+spread lets the protocol detect; a performance profile of final success (PNG).
 
 Profiles live in configs/bench/ (`state`: 39-dim state observations, CPU-sized; `image`: cameras +
 proprioception through a frozen pixel encoder, docs/vision.md; all three arms, the world model
@@ -33,10 +41,19 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rl_stats import auc, bootstrap_ci, iqm  # noqa: E402
+from rl_stats import (  # noqa: E402
+    auc,
+    bootstrap_ci,
+    bootstrap_ci2,
+    detectable_difference,
+    iqm,
+    performance_profile,
+    prob_improvement,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-ARMS = ("off", "naive", "ppl")
+ARMS = {mode: [f"loop.ppl.mode={mode}"] for mode in ("off", "naive", "ppl")}  # the preset arms and their overrides
+PALETTE = ["#888888", "#e0a030", "#3070d0", "#30a060", "#c03040", "#8050b0", "#40a0b0", "#b07030"]
 console = Console(width=160)
 
 
@@ -137,7 +154,7 @@ def plot(results: dict, threshold: float, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    colours = {"off": "#888888", "naive": "#e0a030", "ppl": "#3070d0"}
+    colours = dict(zip(results, PALETTE * 2))
     for arm, runs in results.items():
         grid = sorted({s for pts in runs.values() for s, _ in pts})
         curves = np.array([np.interp(grid, *zip(*pts)) for pts in runs.values()])
@@ -167,7 +184,7 @@ def plot_shares(out: Path, results: dict, path: Path, bins: int = 10) -> None:
     edges = np.linspace(0, budget, bins + 1)
     mid = (edges[1:] + edges[:-1]) / 2
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), dpi=120)
-    colours = {"off": "#888888", "naive": "#e0a030", "ppl": "#3070d0"}
+    colours = dict(zip(results, PALETTE * 2))
     for arm, runs in results.items():
         per = [shares_over_time(out / f"{arm}-{seed}", edges) for seed in runs]
         for ax, name in zip(axes, ("synthetic", "human")):
@@ -179,6 +196,32 @@ def plot_shares(out: Path, results: dict, path: Path, bins: int = 10) -> None:
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
     axes[0].legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def plot_profile(results: dict, path: Path) -> None:
+    """Performance profile (rliable): the share of each arm's runs whose final success is above tau,
+    with a 95 % bootstrap band over runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    taus = np.linspace(0, 1, 101)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8), dpi=120)
+    rng = np.random.default_rng(0)
+    for (arm, runs), colour in zip(results.items(), PALETTE * 2):
+        final = np.array([pts[-1][1] for pts in runs.values()])
+        boots = np.array([performance_profile(final[rng.integers(0, len(final), len(final))], taus)
+                          for _ in range(1000)])
+        ax.plot(100 * taus, 100 * performance_profile(final, taus), color=colour, label=f"{arm} ({len(final)} runs)")
+        ax.fill_between(100 * taus, *(100 * np.percentile(boots, [2.5, 97.5], axis=0)), color=colour, alpha=0.12)
+    ax.set_xlabel("final success tau (%)")
+    ax.set_ylabel("runs with final success > tau (%)")
+    ax.set_ylim(-2, 102)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
 
@@ -243,10 +286,63 @@ def summarise(
     return table, md
 
 
+def _ci(est: float, lo: float, hi: float, pct: bool = True) -> str:
+    k = 100 if pct else 1
+    return f"{k * est:.0f} [{k * lo:.0f}, {k * hi:.0f}]"
+
+
+def compare(results: dict, threshold: float, budget: int) -> tuple[Table, list[str]]:
+    """Each arm against the first (the baseline), with 95 % bootstrap intervals (each arm's runs
+    resampled on their own): the probability that one of its runs beats one of the baseline's (final
+    success, area under the curve), and how many fewer real steps it takes to the threshold (a seed that
+    never reaches it counts as the budget), as a share of the baseline's mean. Last, the smallest
+    difference of means the baseline's spread lets this many seeds detect (5 % test, 80 % power)."""
+    arms = list(results)
+    base = arms[0]
+
+    def scores(arm: str) -> dict[str, list[float]]:
+        runs = results[arm].values()
+        return {"final": [pts[-1][1] for pts in runs], "auc": [auc(pts, budget) for pts in runs],
+                "steps": [float(steps_to(pts, threshold) or budget) for pts in runs]}
+
+    b = scores(base)
+    fewer = lambda x, y: float(1 - np.mean(x) / np.mean(y))  # noqa: E731
+    cols = ("arm", f"P(final > {base})", f"P(AUC > {base})", f"final IQM - {base} (points)",
+            f"fewer steps to {100 * threshold:.0f} % than {base} (%)")
+    table = Table(title=f"against {base} (95 % bootstrap intervals; an interval clear of 50 / 0 is an effect)")
+    for col in cols:
+        table.add_column(col, justify="right")
+    md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for arm in arms[1:]:
+        a = scores(arm)
+        diff = lambda x, y: iqm(x) - iqm(y)  # noqa: E731
+        row = [
+            arm,
+            _ci(prob_improvement(a["final"], b["final"]), *bootstrap_ci2(a["final"], b["final"], prob_improvement)),
+            _ci(prob_improvement(a["auc"], b["auc"]), *bootstrap_ci2(a["auc"], b["auc"], prob_improvement)),
+            _ci(diff(a["final"], b["final"]), *bootstrap_ci2(a["final"], b["final"], diff)),
+            _ci(fewer(a["steps"], b["steps"]), *bootstrap_ci2(a["steps"], b["steps"], fewer)),
+        ]
+        table.add_row(*row)
+        md.append("| " + " | ".join(row) + " |")
+    n = len(b["final"])
+    mde = (f"detectable with {n} seeds per arm, from {base}'s spread: final success "
+           f"{100 * detectable_difference(b['final']):.0f} points, AUC {100 * detectable_difference(b['auc']):.0f} "
+           f"points, steps to {100 * threshold:.0f} % {detectable_difference(b['steps']):.0f} "
+           f"({100 * detectable_difference(b['steps']) / np.mean(b['steps']):.0f} % of {base}'s mean)")
+    md.append("")
+    md.append(mde)
+    table.caption = mde
+    return table, md
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="state", help="configs/bench/<profile>.yaml")
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--arms", default=None, help=f"preset arms, comma-separated, from {sorted(ARMS)} (default: all "
+                    "three, none when --arm names arms); the first arm is the baseline of the comparison")
+    ap.add_argument("--arm", dest="custom", nargs="+", action="append", default=[], metavar="NAME [KEY=VALUE ...]",
+                    help="a named arm and its own config overrides (repeatable); runs after the preset arms")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--real-steps", type=int, default=None, help="budget per run (default: the profile's)")
     ap.add_argument(
@@ -270,9 +366,17 @@ def main() -> None:
     profile = ROOT / "configs" / "bench" / f"{args.profile}.yaml"
     if not profile.exists():
         raise SystemExit(f"no profile {profile}")
-    arms = [a for a in args.arms.split(",") if a]
-    if unknown := set(arms) - set(ARMS):
-        raise SystemExit(f"unknown arms {sorted(unknown)}; choose from {ARMS}")
+    presets = args.arms.split(",") if args.arms is not None else ([] if args.custom else list(ARMS))
+    if unknown := set(p for p in presets if p) - set(ARMS):
+        raise SystemExit(f"unknown arms {sorted(unknown)}; choose from {sorted(ARMS)} or name one with --arm")
+    overrides = {a: ARMS[a] for a in presets if a}
+    for name, *sets_ in args.custom:
+        if name in overrides or "-" in name or "/" in name:
+            raise SystemExit(f"--arm {name}: the name is taken or has '-' or '/' (run directories are NAME-SEED)")
+        overrides[name] = list(sets_)
+    arms = list(overrides)
+    if not arms:
+        raise SystemExit("no arms: name presets with --arms or arms with --arm")
     seeds = [int(s) for s in args.seeds.split(",")]
     sets = list(args.sets) + ([f"loop.real_steps={args.real_steps}"] if args.real_steps else [])
     from worldsample.config import load_config
@@ -280,15 +384,18 @@ def main() -> None:
 
     for arm in arms:  # a profile that refuses an arm (image: no world model yet) fails now, not after the demos
         try:
-            load_config(profile, [*sets, f"loop.ppl.mode={arm}"])
+            load_config(profile, [*sets, *overrides[arm]])
         except ConfigError as e:
             raise SystemExit(f"profile {args.profile}, arm {arm}: {e}") from None
     out = args.out
     if args.summarise:
+        if args.arms is None and not args.custom and (out / "arms.json").exists():  # the arms the runs were made with
+            arms = list(json.loads((out / "arms.json").read_text()))
         return report(out, args.threshold, arms, seeds, args.profile)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    (out / "arms.json").write_text(json.dumps(overrides, indent=1))
     common = ["--config", str(profile)] + [x for s in sets for x in ("--set", s)]
 
     for seed in seeds:
@@ -303,7 +410,8 @@ def main() -> None:
         shutil.copytree(out / f"demos-{seed}", run)
         log(f"seed {seed} arm {arm} ...")
         t0 = time.perf_counter()
-        worldsample("train", str(run), *common, "--set", f"loop.ppl.mode={arm}", "--set", f"loop.seed={seed}",
+        arm_sets = [x for s in overrides[arm] for x in ("--set", s)]
+        worldsample("train", str(run), *common, *arm_sets, "--set", f"loop.seed={seed}",
                     "--set", f"loop.learner.seed={seed}", log_path=out / f"{arm}-{seed}.log")
         pts = curve(run)
         success = " ".join(f"{s}:{100 * v:.0f}" for s, v in pts)
@@ -331,14 +439,19 @@ def report(out: Path, threshold: float, arms: list[str], seeds: list[int], profi
     diags = {arm: {seed: diagnostics(out / f"{arm}-{seed}") for seed in runs} for arm, runs in results.items()}
     table, md = summarise(results, threshold, budget, seconds, diags)
     console.print(table)
+    if len(results) > 1:
+        versus, md_versus = compare(results, threshold, budget)
+        console.print(versus)
+        md += ["", *md_versus]
     plot(results, threshold, out / "success_vs_steps.png")
     plot_shares(out, results, out / "shares_vs_steps.png")
+    plot_profile(results, out / "profile.png")
     (out / "results.json").write_text(json.dumps({"profile": profile, "seeds": seeds, "threshold": threshold,
                                                   "curves": results, "seconds": seconds, "diagnostics": diags},
                                                  indent=1))
     (out / "table.md").write_text("\n".join(md) + "\n")
-    log(f"wrote {out / 'success_vs_steps.png'}, {out / 'shares_vs_steps.png'}, {out / 'table.md'}, "
-        f"{out / 'results.json'}")
+    log(f"wrote {out / 'success_vs_steps.png'}, {out / 'shares_vs_steps.png'}, {out / 'profile.png'}, "
+        f"{out / 'table.md'}, {out / 'results.json'}")
 
 
 if __name__ == "__main__":

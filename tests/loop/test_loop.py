@@ -22,6 +22,7 @@ class Recorder:
 
     def __init__(self):
         self.calls = []
+        self.eval_episodes = []
 
 
 class Collector:
@@ -38,6 +39,7 @@ class Collector:
 
     def evaluate(self, episodes, seed0):
         self.rec.calls.append(("evaluator", "evaluate"))
+        self.rec.eval_episodes.append(episodes)
         return {"success_rate": 0.5, "policy_version": 1}
 
     def close(self):
@@ -147,6 +149,7 @@ def test_a_lockstep_round_runs_the_named_steps_in_order_at_their_cadences(tmp_pa
     # evaluations: before, after episodes 3 and 6, and the final one
     assert sum(c == ("evaluator", "evaluate") for c in rec.calls) == 4
     assert [e[0] for e in summary.evals] == [0, 30, 60, 60] and summary.success_after == 0.5
+    assert rec.eval_episodes == [loop_cfg.eval_episodes] * 4  # the final one too, unless told otherwise
     assert summary.synthetic_share == 0.25 and summary.synthetic_share_mean == 0.25 and summary.wm_versions == 2
     # every exported version is scored in the world model, the final one too; the summary names the choice
     assert [c[2] for c in rec.calls if c[:2] == ("world_model", "recommend")] == [1, 2, 3, 4, 5, 6, 7]
@@ -155,6 +158,13 @@ def test_a_lockstep_round_runs_the_named_steps_in_order_at_their_cadences(tmp_pa
     assert [m["real_steps"] for m in metrics if "real_steps" in m] == [10.0 * i for i in range(1, 7)]
     parts_saved, meta = load_checkpoint(tmp_path / "trainer")
     assert meta == {"round": 5, "real_steps": 60, "real_episodes": 6} and parts_saved["learner"]["updates"] == 60
+
+
+def test_the_final_evaluation_takes_its_own_number_of_held_out_states(tmp_path):
+    store, rec = run_dir(tmp_path), Recorder()
+    loop_cfg, parts = lockstep(tmp_path, store, rec, eval_episodes=20, final_eval_episodes=50)
+    Loop(tmp_path, loop_cfg, parts, LOCKSTEP).run()
+    assert rec.eval_episodes == [20, 20, 20, 50]
 
 
 def test_resume_continues_from_the_checkpointed_round_and_state(tmp_path):

@@ -259,7 +259,7 @@ class Loop:
             self.metrics.log(self.seen_steps, rec)
             s.recommended = int(rec["recommend/version"]) if "recommend/version" in rec else None
         if self._evaluates():
-            row = self._eval_row()
+            row = self._eval_row(self.cfg.final_eval_episodes or self.cfg.eval_episodes)
             s.success_after = row["eval/success_rate"]
             self.metrics.log(self.seen_steps, row)
         if self.parts.evaluator is not None:
@@ -412,11 +412,11 @@ class Loop:
     def _evaluates(self) -> bool:
         return self.parts.evaluator is not None and self.cfg.eval_episodes > 0
 
-    def _eval_row(self) -> dict[str, float]:
+    def _eval_row(self, episodes: int | None = None) -> dict[str, float]:
         """One evaluation as a metrics row: the rate, and the counts and the policy version it
         evaluated, so that the dashboard can put a confidence interval on each version's success
         (`eval/policy_version` is absent while no policy is published: random actions)."""
-        ev = get(self.parts.evaluator, "evaluate", self.cfg.eval_episodes, EVAL_SEED0)
+        ev = get(self.parts.evaluator, "evaluate", episodes or self.cfg.eval_episodes, EVAL_SEED0)
         self.summary.evals.append((self.seen_steps, ev["success_rate"], ev["policy_version"]))
         row = {"eval/success_rate": float(ev["success_rate"])}
         if ev.get("episodes") is not None and ev.get("successes") is not None:  # counts not made up when not told
