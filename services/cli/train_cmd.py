@@ -36,13 +36,14 @@ def print_summary(s) -> None:
             fid = ", ".join(f"{h} steps {r['psnr']:.1f} dB (copy {r['copy_psnr']:.1f})" for h, r in rows.items())
             console.print(f"world model v{s.wm_eval['version']} PSNR on held-out {s.wm_eval['group']} episodes: {fid}")
         else:
-            key = next(k for k in next(iter(rows.values())) if not k.startswith("rmse_copy_"))
-            copy_key = key.replace("rmse_", "rmse_copy_")
-            fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[copy_key]:.4f})" for h, r in rows.items())
-            console.print(
-                f"world model v{s.wm_eval['version']} (no camera) {key} "
-                f"on held-out {s.wm_eval['group']} episodes: {fid}"
-            )
+            keys = [k for k in next(iter(rows.values())) if not k.startswith("rmse_copy_")]
+            for i, key in enumerate(keys):  # the whole vector first, then its parts (hand, object, goal, ...)
+                copy_key = key.replace("rmse_", "rmse_copy_")
+                fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[copy_key]:.4f}, "
+                                f"{r[key] / max(r[copy_key], 1e-12):.2f}x)" for h, r in rows.items())
+                what = (f"world model v{s.wm_eval['version']} (no camera) {key} on held-out {s.wm_eval['group']} "
+                        "episodes") if i == 0 else f"  {key}"
+                console.print(f"{what}: {fid}")
         if s.wm_eval.get("heads"):
             console.print(f"world model's heads on held-out {s.wm_eval['group']} windows, at the thresholds "
                           f"calibrated on them: {head_scores(s.wm_eval['heads'])}")

@@ -66,6 +66,9 @@ def torch_step(model, hist, acts, dom, ctx_noise, noise):
     ("regression", False, {"dynamics": {"history": 3, "width": 8, "blocks": 2, "cond_dim": 8,
                                         "context_noise_infer": 0.3}}),
     ("regression", True, {}),
+    # the state profile's model: the normalised vector as its latent, a quaternion made canonical on the way in
+    ("regression", False, {"autoencoder": {"latent_channels": 2, "width": 8, "vector_identity": True, "vector_grid": 1},
+                           "quaternions": {"state": [2]}}),
 ])
 def test_onnx_matches_torch(tmp_path, kind, images, extra):
     model = random_model(images, generator={"kind": kind, "diffusion_steps": 3, "consistency_steps": 2,

@@ -30,6 +30,15 @@ def head_metrics(meta: dict) -> dict[str, float]:
     return out
 
 
+def state_parts(cfg) -> dict[str, tuple[str, slice]]:
+    """The simulated arm's state parts (hand, object, goal, ...) when the model reads its 39-dim `state`."""
+    from worldsample.sim.layout import STATE_DIM, STATE_PARTS
+
+    if cfg.vector_keys.get("state") != STATE_DIM:
+        return {}
+    return {name: ("state", sl) for name, sl in STATE_PARTS.items()}
+
+
 class WorldModelRounds:
     def __init__(self, run_dir: str | Path, loop: LoopConfig):
         self.run_dir, self.loop = Path(run_dir), loop
@@ -101,8 +110,11 @@ class WorldModelRounds:
             try:
                 source = WindowSource(store, {g: 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every,
                                       split="heldout", reader=self.readers())
-                fn = evaluate if model.cfg.image_keys else evaluate_vectors
-                return {"version": doc["version"], "group": g, **fn(model, source, horizons)}
+                if model.cfg.image_keys:
+                    report = evaluate(model, source, horizons)
+                else:
+                    report = evaluate_vectors(model, source, horizons, parts=state_parts(model.cfg))
+                return {"version": doc["version"], "group": g, **report}
             except NotEnoughDataError:
                 continue
         return {}

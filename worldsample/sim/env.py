@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 from worldsample.sim.cameras import level_world_cameras
 from worldsample.sim.config import SimArmConfig
+from worldsample.sim.layout import GOAL, HAND, OBJECT, STATE_DIM  # noqa: F401 (re-exported: expert, benches)
 from worldsample.sim.randomization import DomainRandomizer, Perturbation
 from worldsample.sim.registry import ENV_ID
 from worldsample.sim.rendering import CameraRenderer
@@ -23,9 +24,6 @@ from worldsample.sim.tasks import task_env_class
 
 __all__ = ["ENV_ID", "SimArmEnv", "make_env"]
 
-STATE_DIM = 39  # Meta-World: hand xyz, gripper, object pose padded to 14, previous frame, goal xyz
-# Where the 39-dim state keeps the hand, the (first) object and the goal positions.
-HAND, OBJECT, GOAL = slice(0, 3), slice(4, 7), slice(36, 39)
 PROPRIO_DIM = 4  # hand xyz + gripper opening, the first four entries of the state
 
 

@@ -1,8 +1,8 @@
 """Stage 1: observations <-> one packed latent tensor (B, C, h, w).
 
 Each camera image goes through a CNN to `latent_channels` x H/4 x W/4; the vector observations
-(proprioception) go through an MLP whose latent is broadcast over the same grid as extra
-channels, so every generator works on a single tensor. Decoding a vector reads the spatial mean
+(proprioception) go through an MLP (or none: `vector_identity`) whose latent is broadcast over the
+same grid as extra channels, so every generator works on a single tensor. Decoding a vector reads the spatial mean
 of its channels, which also averages away per-cell generator noise.
 """
 
@@ -76,7 +76,9 @@ class Autoencoder(nn.Module):
         self.grid = cfg.latent_grid
         self.encoders = nn.ModuleDict({k: ImageEncoder(ae.width, ae.latent_channels) for k in cfg.image_keys})
         self.decoders = nn.ModuleDict({k: ImageDecoder(ae.width, ae.latent_channels) for k in cfg.image_keys})
-        if cfg.vector_keys:
+        if cfg.vector_keys and ae.vector_identity:  # the latent is the normalised vector
+            self.vec_enc, self.vec_dec = nn.Identity(), nn.Identity()
+        elif cfg.vector_keys:
             self.vec_enc = _mlp(cfg.vector_dim, 128, ae.vector_latent_dim)
             self.vec_dec = _mlp(ae.vector_latent_dim, 128, cfg.vector_dim)
 

@@ -30,6 +30,10 @@ class AutoencoderConfig(_Strict):
         ),
     )
     vector_grid: int = Field(4, ge=1, le=64, description="latent grid side when there is no camera")
+    vector_identity: bool = Field(
+        False, description="the vector latent is the normalised vector itself (vector_latent_dim is not used): no "
+        "reconstruction error, and the dynamics predicts normalised changes of the state (MBPO's model); for "
+        "state observations, where an encoder has nothing to compress")
 
 
 class DynamicsConfig(_Strict):
@@ -115,6 +119,9 @@ class WorldModelConfig(_Strict):
     version: Literal[1] = 1
     image_keys: list[str] = Field(default_factory=lambda: ["image_corner"])
     vector_keys: dict[str, int] = Field(default_factory=lambda: {"proprio": 4}, description="key -> size")
+    quaternions: dict[str, list[int]] = Field(
+        default_factory=dict, description="vector key -> offsets of unit quaternions (x, y, z, w) in it, made "
+        "canonical (w >= 0) in the model's inputs and targets (rotations.py): q and -q are one rotation")
     image_size: int = Field(64, ge=8, le=512)
     action_dim: int = Field(4, ge=1, le=64)
     autoencoder: AutoencoderConfig = Field(default_factory=AutoencoderConfig)
@@ -132,6 +139,11 @@ class WorldModelConfig(_Strict):
             raise ValueError(f"image_size must be a multiple of 4 (the encoder halves it twice), got {self.image_size}")
         if any(n < 1 for n in self.vector_keys.values()):
             raise ValueError(f"vector sizes must be >= 1, got {self.vector_keys}")
+        for key, starts in self.quaternions.items():
+            if key not in self.vector_keys:
+                raise ValueError(f"quaternions name {key!r}, which is not a vector key ({sorted(self.vector_keys)})")
+            if bad := [s for s in starts if s < 0 or s + 4 > self.vector_keys[key]]:
+                raise ValueError(f"quaternions at {bad} do not fit in {key!r} ({self.vector_keys[key]} values)")
         return self
 
     @property
@@ -146,10 +158,12 @@ class WorldModelConfig(_Strict):
     def latent_channels(self) -> int:
         """Channels of the packed latent: per camera, then one block for all vector keys."""
         ae = self.autoencoder
-        return ae.latent_channels * len(self.image_keys) + (ae.vector_latent_dim if self.vector_keys else 0)
+        vector = (self.vector_dim if ae.vector_identity else ae.vector_latent_dim) if self.vector_keys else 0
+        return ae.latent_channels * len(self.image_keys) + vector
 
     def architecture(self) -> dict:
         """The fields that fix tensor shapes; a checkpoint must agree on all of them."""
         return self.model_dump(
-            include={"version", "image_keys", "vector_keys", "image_size", "action_dim", "autoencoder", "dynamics"}
+            include={"version", "image_keys", "vector_keys", "quaternions", "image_size", "action_dim", "autoencoder",
+                     "dynamics"}
         ) | {"generator_kind": self.generator.kind}

@@ -22,6 +22,7 @@ from worldsample.world_model.errors import NotEnoughDataError
 from worldsample.world_model.imagine import Imaginer
 from worldsample.world_model.metrics import psnr, ssim
 from worldsample.world_model.model import WorldModel
+from worldsample.world_model.rotations import canonical_quaternions
 
 
 def heldout_windows(source: WindowSource, length: int, per_episode: int) -> list[tuple[str, int]]:
@@ -120,23 +121,34 @@ def evaluate(
 
 
 def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int] = (1, 8, 32), per_episode: int = 4,
-                     batch: int = 64, seed: int = 0) -> dict:
+                     batch: int = 64, seed: int = 0, parts: dict[str, tuple[str, slice]] | None = None) -> dict:
     """For models without images: RMSE of each predicted vector observation per horizon, with
-    copying the last observation as the baseline, and the reward head's error."""
+    copying the last observation as the baseline, and the reward head's error. `parts` (name ->
+    (vector key, slice of it)) adds the same two errors on those parts of a key (hand, object, goal).
+    Quaternions are compared in the model's canonical form (`quaternions`), real and copied alike."""
     cfg = model.cfg
     K, H = cfg.dynamics.history, max(horizons)
-    err = {k: [] for k in cfg.vector_keys} | {f"copy_{k}": [] for k in cfg.vector_keys} | {"reward": []}
+    parts = parts or {}
+    names = [*cfg.vector_keys, *parts]
+    err = {n: [] for n in names} | {f"copy_{n}": [] for n in names} | {"reward": []}
     windows = 0
     for _, data, out, n_windows in _rollouts(model, source, H, per_episode, batch, seed, None):
         windows = n_windows
+        sq = {}
         for k in cfg.vector_keys:
-            real = data[k][:, K:].reshape(len(data[k]), H, -1)
-            copy = np.repeat(data[k][:, K - 1 : K].reshape(len(data[k]), 1, -1), H, axis=1)
-            err[k].append(((out.frames[k].reshape(real.shape) - real) ** 2).mean(-1))
-            err[f"copy_{k}"].append(((copy - real) ** 2).mean(-1))
+            q = cfg.quaternions.get(k, [])
+            real = canonical_quaternions(data[k][:, K:].reshape(len(data[k]), H, -1).astype(np.float32), q)
+            last = canonical_quaternions(data[k][:, K - 1 : K].reshape(len(data[k]), 1, -1).astype(np.float32), q)
+            sq[k] = (out.frames[k].reshape(real.shape) - real) ** 2
+            sq[f"copy_{k}"] = np.repeat(last, H, axis=1) - real
+            sq[f"copy_{k}"] **= 2
+        for name, (k, sl) in parts.items():
+            sq[name], sq[f"copy_{name}"] = sq[k][..., sl], sq[f"copy_{k}"][..., sl]
+        for n, v in sq.items():
+            err[n].append(v.mean(-1))
         err["reward"].append(np.abs(out.reward - data["reward"][:, K - 1 : K - 1 + H]))
     curve = {n: np.concatenate(v).mean(axis=0) for n, v in err.items()}
-    rmse_keys = [*cfg.vector_keys, *(f"copy_{k}" for k in cfg.vector_keys)]
+    rmse_keys = [*names, *(f"copy_{n}" for n in names)]
     return {
         "windows": windows,
         "groups": list(source.groups),

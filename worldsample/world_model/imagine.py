@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from worldsample.world_model.model import WorldModel
+from worldsample.world_model.rotations import canonical_quaternions
 
 Policy = Callable[[dict[str, np.ndarray], int], np.ndarray]  # (obs key -> (B, ...), step) -> actions (B, A)
 
@@ -192,6 +193,7 @@ class Imaginer:
             frames[key] = np.clip(real[:, None] + delta, 0, 255).astype(np.uint8)
         for key in self.cfg.vector_keys:  # the same for vectors: the decoder's static error cancels
             real = np.asarray(context[key], np.float32)[:, -1].reshape(len(ref[key]), -1)
+            real = canonical_quaternions(real, self.cfg.quaternions.get(key, []))  # as the model sees it
             delta = frames[key].reshape(*frames[key].shape[:2], -1) - ref[key].reshape(len(ref[key]), 1, -1)
             frames[key] = (real[:, None] + delta).reshape(frames[key].shape).astype(np.float32)
 

@@ -15,6 +15,7 @@ from worldsample.world_model.autoencoder import Autoencoder
 from worldsample.world_model.config import WorldModelConfig
 from worldsample.world_model.dynamics import Dynamics
 from worldsample.world_model.generators import make_generator
+from worldsample.world_model.rotations import canonical_quaternions
 
 
 class WorldModel(nn.Module):
@@ -51,14 +52,14 @@ class WorldModel(nn.Module):
     def vector_in(self, obs: dict) -> torch.Tensor | None:
         if not self.cfg.vector_keys:
             return None
-        v = torch.cat(
-            [
-                torch.as_tensor(np.asarray(obs[k]), device=self.device).float().reshape(len(obs[k]), -1)
-                for k in self.cfg.vector_keys
-            ],
-            dim=1,
-        )
+        v = self.vector_cat({k: torch.as_tensor(np.asarray(obs[k]), device=self.device) for k in self.cfg.vector_keys})
         return (v - self.vec_mean) / self.vec_std
+
+    def vector_cat(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The vector keys as one float (N, D) tensor, quaternions canonical (the config's `quaternions`)."""
+        q = self.cfg.quaternions
+        flat = {k: obs[k].float().flatten(1) for k in self.cfg.vector_keys}
+        return torch.cat([canonical_quaternions(v, q.get(k, [])) for k, v in flat.items()], dim=1)
 
     # -- latents -----------------------------------------------------------------------------------
 

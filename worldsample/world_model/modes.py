@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,8 @@ from worldsample.world_model.generators import make_generator
 from worldsample.world_model.model import WorldModel
 from worldsample.world_model.train import OnStep, Trainer, cache_keys
 
+log = logging.getLogger(__name__)
+
 
 def checkpoint_dir(run_dir: Path) -> Path:
     return RunFiles.of(run_dir).world_model
@@ -37,7 +40,14 @@ def fit_to_store(cfg: WorldModelConfig, store: EpisodeStore, group: str, images:
     images = schema.image_keys if images else []
     vectors = {k: math.prod(schema.keys[k].shape) for k in cfg.vector_keys if k in schema.keys}
     data = cfg.model_dump()
-    data.update(image_keys=images, vector_keys=vectors, action_dim=schema.action_dim)
+    # a quaternion layout is declared for a key of one size (the simulated arm's 39-dim state): another
+    # robot's key of that name and another size has another layout, so the declaration does not apply
+    kept = {k: q for k, q in cfg.quaternions.items() if vectors.get(k) == cfg.vector_keys.get(k)}
+    for k in set(cfg.quaternions) - set(kept):
+        log.warning("world model: quaternions of %r left out: it has %s values in group %r, not the %d they were "
+                    "declared for (set world_model.quaternions for this robot)", k, vectors.get(k, "no"), group,
+                    cfg.vector_keys[k])
+    data.update(image_keys=images, vector_keys=vectors, action_dim=schema.action_dim, quaternions=kept)
     if images:
         data["image_size"] = schema.keys[images[0]].shape[0]
     return WorldModelConfig.model_validate(data)

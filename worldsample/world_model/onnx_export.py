@@ -56,7 +56,7 @@ class EncodeGraph(nn.Module):
         images = {k: obs[k].permute(0, 3, 1, 2).float() / 127.5 - 1 for k in cfg.image_keys}
         vector = None
         if cfg.vector_keys:
-            vector = (torch.cat([obs[k] for k in cfg.vector_keys], dim=1) - self.model.vec_mean) / self.model.vec_std
+            vector = (self.model.vector_cat(obs) - self.model.vec_mean) / self.model.vec_std
         raw = self.model.ae.encode(images, vector)
         z = (raw - self.model.lat_mean[:, None, None]) / self.model.lat_std[:, None, None]
         return (z, _vectors(self.model, z)) if cfg.vector_keys else z

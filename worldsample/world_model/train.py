@@ -31,7 +31,8 @@ class Trainer:
         t = self.cfg.train
         torch.manual_seed(t.seed)
         self.rng = np.random.default_rng(t.seed)
-        self.ae_opt = torch.optim.AdamW(model.ae.parameters(), lr=t.ae_lr, weight_decay=1e-4)
+        ae_params = list(model.ae.parameters())  # none for a state model with `vector_identity`
+        self.ae_opt = torch.optim.AdamW(ae_params, lr=t.ae_lr, weight_decay=1e-4) if ae_params else None
         self.dyn_opt = torch.optim.AdamW(model.dynamics.parameters(), lr=t.dyn_lr, weight_decay=1e-4)
         self.latents: LatentTable | None = None
 
@@ -81,6 +82,8 @@ class Trainer:
 
     def fit_autoencoder(self, source: WindowSource, steps: int, on_step: OnStep | None = None) -> list[float]:
         m, losses = self.model, []
+        if self.ae_opt is None:  # nothing to learn: the latent is the normalised vector
+            return losses
         m.ae.train()
         for i in range(steps):
             w = source.frames(self.rng, self.cfg.train.batch)

@@ -1,0 +1,119 @@
+"""The state profile's world model: canonical quaternions (q and -q are one rotation) in its inputs,
+targets and evaluation, the normalised state as its latent (`vector_identity`), and its held-out
+error per state part against copying the last state."""
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from worldsample.store import EpisodeStore, GroupSchema, KeySpec
+from worldsample.world_model.config import WorldModelConfig
+from worldsample.world_model.data import WindowSource
+from worldsample.world_model.evaluate import evaluate_vectors
+from worldsample.world_model.model import WorldModel
+from worldsample.world_model.modes import fit_to_store, train_run
+from worldsample.world_model.rotations import canonical_quaternions
+from worldsample.world_model.train import cache_keys
+
+ROTATION = np.array([0.0, 0.0, 0.6, 0.8], np.float32)  # a rotation about z, as (x, y, z, w)
+
+
+def test_canonical_quaternions_negate_only_those_with_a_negative_w():
+    x = np.array([[9.0, 0.1, 0.2, 0.3, -0.9, 7.0], [9.0, -0.1, 0.2, 0.3, 0.9, 7.0]], np.float32)
+    out = canonical_quaternions(x, [1])
+    np.testing.assert_array_equal(out[0], np.float32([9.0, -0.1, -0.2, -0.3, 0.9, 7.0]))
+    np.testing.assert_array_equal(out[1], x[1])
+    assert x[0, 4] == -0.9  # a copy: the caller's array is left alone
+    np.testing.assert_array_equal(canonical_quaternions(torch.from_numpy(x), [1]).numpy(), out)
+    assert canonical_quaternions(x, []) is x
+
+
+def test_a_quaternion_layout_that_does_not_fit_is_refused():
+    with pytest.raises(ValueError, match="not a vector key"):
+        WorldModelConfig(image_keys=[], vector_keys={"state": 7}, quaternions={"pose": [0]})
+    with pytest.raises(ValueError, match=r"\[4\] do not fit"):
+        WorldModelConfig(image_keys=[], vector_keys={"state": 7}, quaternions={"state": [0, 4]})
+
+
+def schema(dim: int = 7) -> GroupSchema:
+    return GroupSchema.build({"state": KeySpec(dtype="float32", shape=(dim,), finite=True)}, action_dim=2,
+                             chunk_len=16)
+
+
+def store_with_flips(path, episodes: int = 10, length: int = 20, seed: int = 0) -> EpisodeStore:
+    """state = hand x, y (moved by the action), then a fixed rotation whose sign flips every step (what a
+    pose message may carry), then a constant."""
+    rng = np.random.default_rng(seed)
+    store = EpisodeStore(path, create=True)
+    store.ensure_group("demo", schema())
+    with store.writer("demo") as w:
+        for _ in range(episodes):
+            pos, states, acts = rng.uniform(-0.5, 0.5, 2), [], []
+            for t in range(length):
+                a = rng.uniform(-1, 1, 2).astype(np.float32)
+                states.append(np.concatenate([pos, ROTATION * (-1) ** t, [0.3]]).astype(np.float32))
+                acts.append(a)
+                pos = pos + 0.05 * a
+            done = np.zeros(length, bool)
+            done[-1] = True
+            w.append_episode({"state": np.stack(states), "action": np.stack(acts), "done": done,
+                              "reward": np.zeros(length, np.float32), "success": np.zeros(length, bool)},
+                             domain="real")
+    return store
+
+
+def state_config(**changes) -> WorldModelConfig:
+    return WorldModelConfig.model_validate({
+        "image_keys": [], "vector_keys": {"state": 7}, "action_dim": 2,
+        "autoencoder": {"vector_identity": True, "vector_grid": 1},
+        "dynamics": {"history": 2, "width": 32, "blocks": 2, "cond_dim": 32},
+        "train": {"batch": 32, "ae_steps": 50, "dyn_steps": 400, "dyn_lr": 2e-3},
+    } | changes)
+
+
+def test_the_identity_latent_is_the_normalised_state_and_decodes_exactly():
+    cfg = state_config(quaternions={"state": [2]})
+    model = WorldModel(cfg).eval()
+    assert cfg.latent_channels == 7 and not list(model.ae.parameters())
+    with torch.no_grad():
+        model.vec_mean.normal_(0, 1)
+        model.vec_std.uniform_(0.5, 2)
+        model.lat_mean.normal_(0, 1)
+        model.lat_std.uniform_(0.5, 2)
+    x = np.concatenate([np.random.default_rng(0).normal(0, 1, (5, 2)), -np.tile(ROTATION, (5, 1)),
+                        np.ones((5, 1))], axis=1).astype(np.float32)
+    with torch.no_grad():
+        back = model.decode(model.encode({"state": x}))["state"].numpy()
+    np.testing.assert_allclose(back, canonical_quaternions(x, [2]), atol=1e-5)  # the flipped sign comes back canonical
+
+
+def test_fit_to_store_leaves_out_a_quaternion_layout_declared_for_another_size(tmp_path, caplog):
+    store = EpisodeStore(tmp_path, create=True)
+    store.ensure_group("demo", schema(dim=9))
+    cfg = state_config(quaternions={"state": [2]})  # declared for 7 values
+    with caplog.at_level(logging.WARNING):
+        fitted = fit_to_store(cfg, store, "demo", images=False)
+    assert fitted.vector_keys == {"state": 9} and fitted.quaternions == {}
+    assert "quaternions of 'state' left out" in caplog.text
+    store.ensure_group("real", schema(dim=7))
+    assert fit_to_store(cfg, store, "real", images=False).quaternions == {"state": [2]}
+
+
+@pytest.mark.parametrize("quaternions", [{"state": [2]}, {}])
+def test_a_state_model_beats_copying_and_a_sign_flip_is_not_motion(tmp_path, quaternions):
+    store_with_flips(tmp_path)
+    torch.set_num_threads(1)
+    model, _ = train_run(tmp_path, state_config(quaternions=quaternions), "demo", out_dir=tmp_path / "wm")
+    src = WindowSource(EpisodeStore(tmp_path), {"demo": 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every,
+                       split="heldout")
+    parts = {"hand": ("state", slice(0, 2)), "rotation": ("state", slice(2, 6))}
+    r = evaluate_vectors(model, src, horizons=[1, 4], per_episode=8, parts=parts)["horizons"]
+    assert set(r["1"]) == {f"rmse_{p}{n}" for p in ("", "copy_") for n in ("state", "hand", "rotation")}
+    # the hand moves by the action: the model predicts it better than copying the last position
+    assert r["1"]["rmse_hand"] < 0.5 * r["1"]["rmse_copy_hand"] and r["4"]["rmse_hand"] < 0.5 * r["4"]["rmse_copy_hand"]
+    if quaternions:  # canonical: the rotation never changes, and the model keeps it
+        assert r["1"]["rmse_copy_rotation"] == 0.0 and r["4"]["rmse_rotation"] < 0.05
+    else:  # raw: every step looks like a jump of 2 * |q| in the rotation, which copying gets wrong at odd steps
+        assert r["1"]["rmse_copy_rotation"] > 0.5
