@@ -117,3 +117,23 @@ def test_a_state_model_beats_copying_and_a_sign_flip_is_not_motion(tmp_path, qua
         assert r["1"]["rmse_copy_rotation"] == 0.0 and r["4"]["rmse_rotation"] < 0.05
     else:  # raw: every step looks like a jump of 2 * |q| in the rotation, which copying gets wrong at odd steps
         assert r["1"]["rmse_copy_rotation"] > 0.5
+
+
+def test_the_backbone_follows_the_latent_unless_named():
+    assert state_config().backbone == "mlp"  # state only, one cell
+    assert state_config(autoencoder={"vector_grid": 2}).backbone == "conv"
+    cameras = WorldModelConfig(image_keys=["image_corner"], image_size=16)
+    assert cameras.backbone == "conv"
+    with pytest.raises(ValueError, match="backbone mlp is for state-only models"):
+        WorldModelConfig(image_keys=["image_corner"], image_size=16, dynamics={"backbone": "mlp"})
+
+
+def test_the_loops_state_model_and_the_image_profiles_keys():
+    from worldsample.loop.config import LoopConfig
+    from worldsample.sim.layout import QUATERNIONS
+
+    wm = LoopConfig().world_model
+    assert wm.backbone == "mlp" and wm.autoencoder.vector_identity and wm.quaternions == {"state": QUATERNIONS}
+    vision = LoopConfig.model_validate({"vision": {"enabled": True}, "recommend": False,
+                                        "learner": {"obs_keys": ["latent", "proprio"]}}).world_model
+    assert set(vision.vector_keys) == {"latent", "proprio"} and vision.quaternions == {}  # no state, no layout

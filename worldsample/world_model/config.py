@@ -37,6 +37,10 @@ class AutoencoderConfig(_Strict):
 
 
 class DynamicsConfig(_Strict):
+    backbone: Literal["auto", "conv", "mlp"] = Field(
+        "auto", description="conv: FiLM residual convolutions over the latent grid (cameras); mlp: an MLP on the "
+        "flattened history, actions and domain (state-only models with a 1x1 grid, MBPO's dynamics network); "
+        "auto: mlp for a state-only model on a 1x1 grid (autoencoder.vector_grid 1), conv otherwise")
     history: int = Field(3, ge=1, le=32, description="latent frames in the sliding context window")
     width: int = Field(64, ge=8, le=1024, description="channels of the shared backbone")
     blocks: int = Field(6, ge=1, le=32, description="FiLM residual blocks of the denoising trunk")
@@ -137,6 +141,9 @@ class WorldModelConfig(_Strict):
             raise ValueError("a world model needs at least one image or vector observation key")
         if self.image_keys and self.image_size % 4:
             raise ValueError(f"image_size must be a multiple of 4 (the encoder halves it twice), got {self.image_size}")
+        if self.dynamics.backbone == "mlp" and not self._state_on_one_cell():
+            raise ValueError("dynamics.backbone mlp is for state-only models on a 1x1 grid: set image_keys [] and "
+                             "autoencoder.vector_grid 1")
         if any(n < 1 for n in self.vector_keys.values()):
             raise ValueError(f"vector sizes must be >= 1, got {self.vector_keys}")
         for key, starts in self.quaternions.items():
@@ -145,6 +152,16 @@ class WorldModelConfig(_Strict):
             if bad := [s for s in starts if s < 0 or s + 4 > self.vector_keys[key]]:
                 raise ValueError(f"quaternions at {bad} do not fit in {key!r} ({self.vector_keys[key]} values)")
         return self
+
+    def _state_on_one_cell(self) -> bool:
+        return not self.image_keys and self.autoencoder.vector_grid == 1
+
+    @property
+    def backbone(self) -> str:
+        """The dynamics backbone `dynamics.backbone` resolves to (auto: by the latent's shape)."""
+        if self.dynamics.backbone != "auto":
+            return self.dynamics.backbone
+        return "mlp" if self._state_on_one_cell() else "conv"
 
     @property
     def vector_dim(self) -> int:

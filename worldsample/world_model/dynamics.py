@@ -91,12 +91,50 @@ class Backbone(nn.Module):
         return self.out(h)
 
 
+class MLPBackbone(nn.Module):
+    """The same two halves for a state-only model on a 1x1 latent grid, as MLPs: the stem reads the
+    flattened window of latents with the action/domain embedding; the trunk maps the generator's input,
+    the stem's features and the embedding plus the noise level to the generator's output. Convolutions
+    with group norms on a 1x1 grid learn small exact changes (the state's copy of its previous frame,
+    a hand moved by its action) poorly; an MLP on the raw numbers does not."""
+
+    def __init__(self, cfg: WorldModelConfig):
+        super().__init__()
+        d, c = cfg.dynamics, cfg.latent_channels
+        self.act = nn.Sequential(
+            nn.Linear(cfg.action_dim * d.history, d.cond_dim), nn.SiLU(), nn.Linear(d.cond_dim, d.cond_dim)
+        )
+        self.domain = nn.Embedding(d.domains, d.cond_dim)
+        self.level = nn.Sequential(nn.Linear(64, d.cond_dim), nn.SiLU(), nn.Linear(d.cond_dim, d.cond_dim))
+        self.stem = nn.Sequential(nn.Linear(c * d.history + d.cond_dim, d.width), nn.SiLU(),
+                                  nn.Linear(d.width, d.width), nn.SiLU())
+        self.heads = nn.Sequential(nn.Linear(d.width + d.cond_dim, 128), nn.SiLU(), nn.Linear(128, 3))
+        layers: list[nn.Module] = [nn.Linear(d.width + c + d.cond_dim, d.width), nn.SiLU()]
+        for _ in range(max(d.blocks // 2 - 1, 0)):
+            layers += [nn.Linear(d.width, d.width), nn.SiLU()]
+        self.trunk = nn.Sequential(*layers, nn.Linear(d.width, c))
+        nn.init.zeros_(self.trunk[-1].weight)  # start as "no change", the copy-last-state baseline
+        nn.init.zeros_(self.trunk[-1].bias)
+
+    def context(self, latents: torch.Tensor, actions: torch.Tensor, domain: torch.Tensor) -> Context:
+        cond = self.act(actions.flatten(1)) + self.domain(domain)
+        h = self.stem(torch.cat([latents.flatten(1), cond], dim=1))
+        heads = self.heads(torch.cat([h, cond], dim=1))
+        return Context(h[:, :, None, None], cond, heads)
+
+    def trunk_forward(self, ctx: Context, x: torch.Tensor, level: torch.Tensor) -> torch.Tensor:
+        cond = ctx.cond + self.level(level_embedding(level, 64))
+        out = self.trunk(torch.cat([ctx.features.flatten(1), x.flatten(1), cond], dim=1))
+        return out[:, :, None, None]
+
+
 class Dynamics(nn.Module):
     """`ensemble` independent backbones; member i is used by `member(i)`."""
 
     def __init__(self, cfg: WorldModelConfig):
         super().__init__()
-        self.members = nn.ModuleList([Backbone(cfg) for _ in range(cfg.dynamics.ensemble)])
+        make = MLPBackbone if cfg.backbone == "mlp" else Backbone
+        self.members = nn.ModuleList([make(cfg) for _ in range(cfg.dynamics.ensemble)])
 
     def __len__(self) -> int:
         return len(self.members)

@@ -107,15 +107,19 @@ def train_run(
         torch.manual_seed(cfg.train.seed)
         model = WorldModel(cfg).to(cfg.train.device)
     trainer = Trainer(model, cfg)
+    # a model whose latent is the normalised state (no autoencoder) follows the data's statistics every
+    # round: the demonstrations alone cover a sliver of the states the robot reaches later (an object at
+    # rest in every demo has no spread to normalise its rotation by). An encoder's latent scale stays fixed.
+    follow = trainer.ae_opt is None
     path = None
     for r in range(rounds if mode == "loop" else 1):
         source.refresh()
-        if start is None:  # fresh model: statistics first, they fix the latent scale for good
+        if start is None or follow:  # fresh model: statistics first, they fix the latent scale
             trainer.fit_vector_stats(source)
         trainer.fit_autoencoder(source, cfg.train.ae_steps, on_step)
-        if start is None:
+        if start is None or follow:
             trainer.fit_latent_stats(source)
-            start = "fitted"
+            start = start or "fitted"
         trainer.fit_dynamics(
             source, cfg.train.dyn_steps, on_step, refresh_every=cfg.train.loop_refresh_every if mode == "loop" else 0
         )
