@@ -36,14 +36,8 @@ def print_summary(s) -> None:
             fid = ", ".join(f"{h} steps {r['psnr']:.1f} dB (copy {r['copy_psnr']:.1f})" for h, r in rows.items())
             console.print(f"world model v{s.wm_eval['version']} PSNR on held-out {s.wm_eval['group']} episodes: {fid}")
         else:
-            keys = [k for k in next(iter(rows.values())) if not k.startswith("rmse_copy_")]
-            for i, key in enumerate(keys):  # the whole vector first, then its parts (hand, object, goal, ...)
-                copy_key = key.replace("rmse_", "rmse_copy_")
-                fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[copy_key]:.4f}, "
-                                f"{r[key] / max(r[copy_key], 1e-12):.2f}x)" for h, r in rows.items())
-                what = (f"world model v{s.wm_eval['version']} (no camera) {key} on held-out {s.wm_eval['group']} "
-                        "episodes") if i == 0 else f"  {key}"
-                console.print(f"{what}: {fid}")
+            for line in vector_fidelity_lines(s.wm_eval):
+                console.print(line)
         if s.wm_eval.get("heads"):
             console.print(f"world model's heads on held-out {s.wm_eval['group']} windows, at the thresholds "
                           f"calibrated on them: {head_scores(s.wm_eval['heads'])}")
@@ -128,3 +122,20 @@ def train(
         summary = run_train(run, cfg, resume=resume, address=address, on_round=progress.on_round,
                             placement=placement)
     print_summary(summary)
+
+
+def vector_fidelity_lines(wm_eval: dict) -> list[str]:
+    """The state model's held-out RMSE per horizon against copying the last state: the whole vector,
+    then each part the evaluation reports (hand, object, goal, ...); a part copying gets exactly right
+    (the goal) shows its error alone."""
+    rows = wm_eval["horizons"]
+    keys = [k for k in next(iter(rows.values())) if not k.startswith("rmse_copy_")]
+    lines = []
+    for i, key in enumerate(keys):
+        copy_key = key.replace("rmse_", "rmse_copy_")
+        fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[copy_key]:.4f}"
+                        + (f", {r[key] / r[copy_key]:.2f}x)" if r[copy_key] > 0 else ")") for h, r in rows.items())
+        what = (f"world model v{wm_eval['version']} (no camera) {key} on held-out {wm_eval['group']} episodes"
+                if i == 0 else f"  {key}")
+        lines.append(f"{what}: {fid}")
+    return lines
