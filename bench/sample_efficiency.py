@@ -10,7 +10,8 @@ Policy-Paced Learning (`ppl`), on the same task, demonstrations and seeds; or an
 
 Per seed, the scripted expert records the demonstrations once; every arm trains on a copy of that
 run directory with `worldsample train` (the simulated arm in lock-step, local Ray), so arms differ
-only in `loop.ppl.mode`. Success is the deterministic policy on 20 fixed held-out initial states,
+only in their overrides (a preset's is its `loop.ppl.mode`). Success is the deterministic policy on 20
+fixed held-out initial states,
 measured by the trainer every few episodes. Reported: success vs real steps (PNG and table), real
 steps to reach the threshold (80 %), and final success at the budget (the final evaluation takes
 `loop.final_eval_episodes` states). Per arm, rliable's protocol (bench/rl_stats.py): the IQM over
@@ -286,9 +287,9 @@ def summarise(
     return table, md
 
 
-def _ci(est: float, lo: float, hi: float, pct: bool = True) -> str:
-    k = 100 if pct else 1
-    return f"{k * est:.0f} [{k * lo:.0f}, {k * hi:.0f}]"
+def _ci(est: float, lo: float, hi: float) -> str:
+    """An estimate and its interval, in percent."""
+    return f"{100 * est:.0f} [{100 * lo:.0f}, {100 * hi:.0f}]"
 
 
 def compare(results: dict, threshold: float, budget: int) -> tuple[Table, list[str]]:

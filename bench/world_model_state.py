@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import torch
-import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -36,6 +35,7 @@ from worldsample.world_model.data import WindowSource  # noqa: E402
 from worldsample.world_model.evaluate import evaluate_vectors  # noqa: E402
 from worldsample.world_model.modes import fit_to_store, train_run  # noqa: E402
 from worldsample.world_model.train import cache_keys  # noqa: E402
+from worldsample.yamlconfig import apply_overrides  # noqa: E402
 
 # the loop's state model before 2026-12-05: an MLP encoder to 32 latents on a 4x4 grid, convolutions, raw quaternions
 OLD = ["quaternions={}", "autoencoder.vector_identity=false", "autoencoder.vector_grid=4"]
@@ -44,15 +44,7 @@ console = Console(width=180)
 
 
 def variant(overrides: list[str]) -> WorldModelConfig:
-    data = LoopConfig().world_model.model_dump()
-    for kv in overrides:
-        key, value = kv.split("=", 1)
-        *path, last = key.split(".")
-        node = data
-        for p in path:
-            node = node[p]
-        node[last] = yaml.safe_load(value)
-    return WorldModelConfig.model_validate(data)
+    return WorldModelConfig.model_validate(apply_overrides(LoopConfig().world_model.model_dump(), overrides))
 
 
 def measure(run: Path, cfg: WorldModelConfig, rounds: int) -> tuple[dict, float]:

@@ -259,7 +259,7 @@ class Loop:
             self.metrics.log(self.seen_steps, rec)
             s.recommended = int(rec["recommend/version"]) if "recommend/version" in rec else None
         if self._evaluates():
-            row = self._eval_row(self.cfg.final_eval_episodes or self.cfg.eval_episodes)
+            row = self._eval_row(self.cfg.final_eval_episodes)
             s.success_after = row["eval/success_rate"]
             self.metrics.log(self.seen_steps, row)
         if self.parts.evaluator is not None:

@@ -140,8 +140,7 @@ def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int
             real = canonical_quaternions(data[k][:, K:].reshape(len(data[k]), H, -1).astype(np.float32), q)
             last = canonical_quaternions(data[k][:, K - 1 : K].reshape(len(data[k]), 1, -1).astype(np.float32), q)
             sq[k] = (out.frames[k].reshape(real.shape) - real) ** 2
-            sq[f"copy_{k}"] = np.repeat(last, H, axis=1) - real
-            sq[f"copy_{k}"] **= 2
+            sq[f"copy_{k}"] = (np.repeat(last, H, axis=1) - real) ** 2
         for name, (k, sl) in parts.items():
             sq[name], sq[f"copy_{name}"] = sq[k][..., sl], sq[f"copy_{k}"][..., sl]
         for n, v in sq.items():
