@@ -66,9 +66,11 @@ def torch_step(model, hist, acts, dom, ctx_noise, noise):
     ("regression", False, {"dynamics": {"history": 3, "width": 8, "blocks": 2, "cond_dim": 8,
                                         "context_noise_infer": 0.3}}),
     ("regression", True, {}),
-    # the state profile's model: the normalised vector as its latent, a quaternion made canonical on the way in
+    # the state profile's model: the normalised vector as its latent, a quaternion made canonical on the way in,
+    # values that repeat the previous step's (in both keys: the offsets of the second count)
     ("regression", False, {"autoencoder": {"latent_channels": 2, "width": 8, "vector_identity": True, "vector_grid": 1},
-                           "quaternions": {"state": [2]}}),
+                           "quaternions": {"state": [2]},
+                           "previous_frame": {"proprio": [2, 0, 2], "state": [6, 0, 1]}}),
 ])
 def test_onnx_matches_torch(tmp_path, kind, images, extra):
     model = random_model(images, generator={"kind": kind, "diffusion_steps": 3, "consistency_steps": 2,
@@ -102,6 +104,11 @@ def test_onnx_matches_torch(tmp_path, kind, images, extra):
         for k in ("reward", "success", "done"):
             np.testing.assert_allclose(out[k], heads[k], rtol=0, atol=1e-4)
         np.testing.assert_allclose(out["vector"], dec, rtol=0, atol=1e-4)
+        if cfg.previous_frame:  # the repeated values are the last frame's, exactly, in the export too
+            with torch.no_grad():
+                last = model.decode(torch.from_numpy(hist[:, -1]))
+            np.testing.assert_allclose(out["vector"][:, 2:4], last["proprio"][:, 0:2], rtol=0, atol=1e-4)
+            np.testing.assert_allclose(out["vector"][:, 4 + 6], last["state"][:, 0], rtol=0, atol=1e-4)
     if noise is not None:  # the noise inputs are used (and each draw where the sampler takes it)
         other = wm.step(hist, acts, dom, ctx_noise, noise[:, ::-1].copy() + 1.0)
         assert np.abs(other["next"] - out["next"]).max() > 1e-4

@@ -1,6 +1,7 @@
 """The state profile's world model: canonical quaternions (q and -q are one rotation) in its inputs,
-targets and evaluation, the normalised state as its latent (`vector_identity`), and its held-out
-error per state part against copying the last state."""
+targets and evaluation, the normalised state as its latent (`vector_identity`), the previous frame a
+state carries copied rather than predicted (`previous_frame`), and its held-out error per state part
+against copying the last state."""
 
 import logging
 
@@ -12,6 +13,7 @@ from worldsample.store import EpisodeStore, GroupSchema, KeySpec
 from worldsample.world_model.config import WorldModelConfig
 from worldsample.world_model.data import WindowSource
 from worldsample.world_model.evaluate import evaluate_vectors
+from worldsample.world_model.imagine import Imaginer
 from worldsample.world_model.model import WorldModel
 from worldsample.world_model.modes import fit_to_store, train_run
 from worldsample.world_model.rotations import canonical_quaternions
@@ -130,10 +132,78 @@ def test_the_backbone_follows_the_latent_unless_named():
 
 def test_the_loops_state_model_and_the_image_profiles_keys():
     from worldsample.loop.config import LoopConfig
-    from worldsample.sim.layout import QUATERNIONS
+    from worldsample.sim.layout import PREVIOUS_FRAME, QUATERNIONS
 
     wm = LoopConfig().world_model
     assert wm.backbone == "mlp" and wm.autoencoder.vector_identity and wm.quaternions == {"state": QUATERNIONS}
+    assert wm.previous_frame == {"state": PREVIOUS_FRAME} and wm.copies_previous_frame
     vision = LoopConfig.model_validate({"vision": {"enabled": True}, "recommend": False,
                                         "learner": {"obs_keys": ["latent", "proprio"]}}).world_model
     assert set(vision.vector_keys) == {"latent", "proprio"} and vision.quaternions == {}  # no state, no layout
+    assert vision.previous_frame == {}
+
+
+def store_with_previous_frame(path, episodes: int = 10, length: int = 20, seed: int = 0) -> EpisodeStore:
+    """state = hand x, y (moved by the action), the hand's x, y one step earlier, a constant: the way
+    Meta-World's state carries its previous frame."""
+    rng = np.random.default_rng(seed)
+    store = EpisodeStore(path, create=True)
+    store.ensure_group("demo", GroupSchema.build({"state": KeySpec(dtype="float32", shape=(5,), finite=True)},
+                                                 action_dim=2, chunk_len=16))
+    with store.writer("demo") as w:
+        for _ in range(episodes):
+            pos = rng.uniform(-0.5, 0.5, 2)
+            prev, states, acts = pos, [], []
+            for _ in range(length):
+                a = rng.uniform(-1, 1, 2).astype(np.float32)
+                states.append(np.concatenate([pos, prev, [0.3]]).astype(np.float32))
+                acts.append(a)
+                prev, pos = pos, pos + 0.05 * a
+            done = np.zeros(length, bool)
+            done[-1] = True
+            w.append_episode({"state": np.stack(states), "action": np.stack(acts), "done": done,
+                              "reward": np.zeros(length, np.float32), "success": np.zeros(length, bool)},
+                             domain="real")
+    return store
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_previous_frame_is_copied_not_predicted(tmp_path, declared):
+    store_with_previous_frame(tmp_path)
+    torch.set_num_threads(1)
+    cfg = state_config(vector_keys={"state": 5}, previous_frame={"state": [2, 0, 2]} if declared else {},
+                       train={"batch": 32, "ae_steps": 0, "dyn_steps": 100})
+    model, _ = train_run(tmp_path, cfg, "demo", out_dir=tmp_path / "wm")
+    assert model.cfg.copies_previous_frame == declared
+    src = WindowSource(EpisodeStore(tmp_path), {"demo": 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every,
+                       split="heldout")
+    r = evaluate_vectors(model, src, horizons=[1], per_episode=8, parts={"previous": ("state", slice(2, 4))})
+    # imagined from real frames and real actions: every imagined frame repeats the one before it
+    K, rng = model.cfg.dynamics.history, np.random.default_rng(1)
+    real = np.stack([np.concatenate([p, p - 0.05, [0.3]]) for p in rng.uniform(-0.5, 0.5, (6, 2))]).astype(np.float32)
+    out = Imaginer(model).rollout({"state": np.repeat(real[:, None], K, axis=1)},
+                                  rng.uniform(-1, 1, (6, 5, 2)).astype(np.float32),
+                                  context_actions=np.zeros((6, K - 1, 2), np.float32), domain=np.zeros(6, int), seed=0)
+    frames = np.concatenate([real[:, None], out.frames["state"].reshape(6, 5, 5)], axis=1)
+    gap = np.abs(frames[:, 1:, 2:4] - frames[:, :-1, 0:2]).max()
+    if declared:
+        assert r["horizons"]["1"]["rmse_previous"] < 1e-5 < r["horizons"]["1"]["rmse_copy_previous"]
+        assert gap < 1e-5
+    else:  # predicted: close, not exact
+        assert r["horizons"]["1"]["rmse_previous"] > 1e-4 and gap > 1e-4
+
+
+def test_a_previous_frame_layout_is_checked_and_applies_only_to_the_state_as_latent(tmp_path, caplog):
+    with pytest.raises(ValueError, match="does not fit"):
+        state_config(previous_frame={"state": [5, 0, 3]})
+    with pytest.raises(ValueError, match="not a vector key"):
+        state_config(previous_frame={"pose": [2, 0, 2]})
+    assert state_config(previous_frame={"state": [4, 0, 2]}).copies_previous_frame
+    # an encoder's latent is not the state: nothing to copy there
+    encoded = state_config(previous_frame={"state": [4, 0, 2]}, autoencoder={"vector_identity": False})
+    assert not encoded.copies_previous_frame and not len(WorldModel(encoded).repeat_at)
+    store = EpisodeStore(tmp_path, create=True)
+    store.ensure_group("demo", schema(dim=9))
+    with caplog.at_level(logging.WARNING):
+        fitted = fit_to_store(state_config(previous_frame={"state": [4, 0, 2]}), store, "demo", images=False)
+    assert fitted.previous_frame == {} and "previous_frame of 'state' left out" in caplog.text

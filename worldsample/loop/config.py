@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsample.learner.config import LearnerConfig
 from worldsample.ppl.config import PPLConfig
-from worldsample.sim.layout import QUATERNIONS, STATE_DIM
+from worldsample.sim.layout import PREVIOUS_FRAME, QUATERNIONS, STATE_DIM
 from worldsample.synth.config import SynthConfig
 from worldsample.world_model.config import WorldModelConfig
 
@@ -19,7 +19,8 @@ def _small_world_model() -> WorldModelConfig:
     copying's one-step error on held-out real episodes of three runs against 0.62-0.88x for the
     encoder-and-convolution model, in an eighth of its training time (docs/loop.md, "The state profile's
     world model")."""
-    cfg = WorldModelConfig(image_keys=[], vector_keys={"state": STATE_DIM}, quaternions={"state": QUATERNIONS})
+    cfg = WorldModelConfig(image_keys=[], vector_keys={"state": STATE_DIM}, quaternions={"state": QUATERNIONS},
+                           previous_frame={"state": PREVIOUS_FRAME})
     cfg.autoencoder.vector_latent_dim = 32  # the encoder's latent, when vector_identity is turned off
     cfg.autoencoder.vector_identity, cfg.autoencoder.vector_grid = True, 1
     # dynamics.backbone auto: an MLP on this 1x1 grid, convolutions once cameras are named
@@ -184,6 +185,7 @@ class LoopConfig(BaseModel):
                 raise ValueError("the image profile's world model never reads the task state `state`")
             if wm.vector_keys != keys:
                 wm.quaternions = {k: q for k, q in wm.quaternions.items() if k in keys}  # the state's are gone
+                wm.previous_frame = {k: v for k, v in wm.previous_frame.items() if k in keys}
                 wm.vector_keys = keys
             return self
         missing = {k: 1 for k in self.learner.obs_keys if k not in wm.vector_keys and k != LATENT_KEY}

@@ -7,6 +7,8 @@ STATE_DIM = 39  # Meta-World: hand xyz, gripper, object pose padded to 14, previ
 HAND, OBJECT, GOAL = slice(0, 3), slice(4, 7), slice(36, 39)
 # the object's orientation in this frame and in the previous frame (the state repeats dims 0-17 at 18-35)
 QUATERNIONS = [7, 25]
+# (at, of, size): the next state's dims 18-35 are this state's dims 0-17
+PREVIOUS_FRAME = (18, 0, 18)
 # the parts a world model's state error is reported on
 STATE_PARTS = {"hand": HAND, "gripper": slice(3, 4), "object": OBJECT, "object_rotation": slice(7, 11),
                "previous_frame": slice(18, 36), "goal": GOAL}

@@ -126,6 +126,11 @@ class WorldModelConfig(_Strict):
     quaternions: dict[str, list[int]] = Field(
         default_factory=dict, description="vector key -> offsets of unit quaternions (x, y, z, w) in it, made "
         "canonical (w >= 0) in the model's inputs and targets (rotations.py): q and -q are one rotation")
+    previous_frame: dict[str, tuple[int, int, int]] = Field(
+        default_factory=dict, description="vector key -> (at, of, size): the next step's values at..at+size repeat "
+        "this step's values of..of+size (an observation that carries its previous frame, as Meta-World's state "
+        "does). A model whose latent is the vector itself (autoencoder.vector_identity, no cameras) copies them "
+        "instead of predicting them, so every imagined state agrees with the one before it")
     image_size: int = Field(64, ge=8, le=512)
     action_dim: int = Field(4, ge=1, le=64)
     autoencoder: AutoencoderConfig = Field(default_factory=AutoencoderConfig)
@@ -151,7 +156,19 @@ class WorldModelConfig(_Strict):
                 raise ValueError(f"quaternions name {key!r}, which is not a vector key ({sorted(self.vector_keys)})")
             if bad := [s for s in starts if s < 0 or s + 4 > self.vector_keys[key]]:
                 raise ValueError(f"quaternions at {bad} do not fit in {key!r} ({self.vector_keys[key]} values)")
+        for key, (at, of, size) in self.previous_frame.items():
+            if key not in self.vector_keys:
+                raise ValueError(f"previous_frame names {key!r}, which is not a vector key "
+                                 f"({sorted(self.vector_keys)})")
+            n = self.vector_keys[key]
+            if size < 1 or min(at, of) < 0 or max(at, of) + size > n:
+                raise ValueError(f"previous_frame {(at, of, size)} does not fit in {key!r} ({n} values)")
         return self
+
+    @property
+    def copies_previous_frame(self) -> bool:
+        """Whether `previous_frame` applies: only where the latent is the normalised vector itself."""
+        return bool(self.previous_frame) and not self.image_keys and self.autoencoder.vector_identity
 
     def _state_on_one_cell(self) -> bool:
         return not self.image_keys and self.autoencoder.vector_grid == 1
@@ -179,8 +196,8 @@ class WorldModelConfig(_Strict):
         return ae.latent_channels * len(self.image_keys) + vector
 
     def architecture(self) -> dict:
-        """The fields that fix tensor shapes; a checkpoint must agree on all of them."""
+        """The fields that fix tensor shapes or what they mean; a checkpoint must agree on all of them."""
         return self.model_dump(
-            include={"version", "image_keys", "vector_keys", "quaternions", "image_size", "action_dim", "autoencoder",
-                     "dynamics"}
+            include={"version", "image_keys", "vector_keys", "quaternions", "previous_frame", "image_size",
+                     "action_dim", "autoencoder", "dynamics"}
         ) | {"generator_kind": self.generator.kind}

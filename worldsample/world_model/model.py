@@ -35,6 +35,14 @@ class WorldModel(nn.Module):
             ("reward_scale", 1, 1.0),
         ]:
             self.register_buffer(name, torch.full((size,), fill))
+        at, of = [], []  # latent channels that repeat the previous step's (`previous_frame`)
+        if cfg.copies_previous_frame:
+            offsets = dict(zip(cfg.vector_keys, np.cumsum([0, *cfg.vector_keys.values()])))
+            for key, (a, o, n) in cfg.previous_frame.items():
+                at += range(offsets[key] + a, offsets[key] + a + n)
+                of += range(offsets[key] + o, offsets[key] + o + n)
+        self.register_buffer("repeat_at", torch.tensor(at, dtype=torch.long), persistent=False)
+        self.register_buffer("repeat_of", torch.tensor(of, dtype=torch.long), persistent=False)
 
     @property
     def device(self) -> torch.device:
@@ -101,4 +109,16 @@ class WorldModel(nn.Module):
             "success": torch.sigmoid(ctx.heads[:, 1]),
             "done": torch.sigmoid(ctx.heads[:, 2]),
         }
-        return last + y * self.delta_std[:, None, None], heads
+        return self.repeat_previous(last, last + y * self.delta_std[:, None, None]), heads
+
+    def repeat_previous(self, last: torch.Tensor, nxt: torch.Tensor) -> torch.Tensor:
+        """`nxt` with its previous-frame channels set from `last` (config `previous_frame`), in the
+        normalised latent: the latent is the vector, so each channel is raw = z * scale + shift."""
+        if not len(self.repeat_at):
+            return nxt
+        scale, shift = self.lat_std * self.vec_std, self.lat_mean * self.vec_std + self.vec_mean
+        at, of = self.repeat_at, self.repeat_of
+        raw = last[:, of] * scale[of][:, None, None] + shift[of][:, None, None]
+        out = nxt.clone()
+        out[:, at] = (raw - shift[at][:, None, None]) / scale[at][:, None, None]
+        return out

@@ -40,14 +40,17 @@ def fit_to_store(cfg: WorldModelConfig, store: EpisodeStore, group: str, images:
     images = schema.image_keys if images else []
     vectors = {k: math.prod(schema.keys[k].shape) for k in cfg.vector_keys if k in schema.keys}
     data = cfg.model_dump()
-    # a quaternion layout is declared for a key of one size (the simulated arm's 39-dim state): another
-    # robot's key of that name and another size has another layout, so the declaration does not apply
-    kept = {k: q for k, q in cfg.quaternions.items() if vectors.get(k) == cfg.vector_keys.get(k)}
-    for k in set(cfg.quaternions) - set(kept):
-        log.warning("world model: quaternions of %r left out: it has %s values in group %r, not the %d they were "
-                    "declared for (set world_model.quaternions for this robot)", k, vectors.get(k, "no"), group,
-                    cfg.vector_keys[k])
-    data.update(image_keys=images, vector_keys=vectors, action_dim=schema.action_dim, quaternions=kept)
+    # a layout (quaternions, previous frame) is declared for a key of one size (the simulated arm's 39-dim
+    # state): another robot's key of that name and another size has another layout, so it does not apply
+    layouts = {}
+    for field in ("quaternions", "previous_frame"):
+        declared = getattr(cfg, field)
+        layouts[field] = {k: v for k, v in declared.items() if vectors.get(k) == cfg.vector_keys.get(k)}
+        for k in set(declared) - set(layouts[field]):
+            log.warning("world model: %s of %r left out: it has %s values in group %r, not the %d they were "
+                        "declared for (set world_model.%s for this robot)", field, k, vectors.get(k, "no"), group,
+                        cfg.vector_keys[k], field)
+    data.update(image_keys=images, vector_keys=vectors, action_dim=schema.action_dim, **layouts)
     if images:
         data["image_size"] = schema.keys[images[0]].shape[0]
     return WorldModelConfig.model_validate(data)
