@@ -1,7 +1,7 @@
 """Updates per second of the project's SAC learner against a plain torch SAC update of the same
 networks, batch and losses, measured in the same run.
 
-    .venv/bin/python bench/learner.py [--updates 300] [--warmup 10] [--sizes 128x128,256x256]
+    .venv/bin/python bench/learner.py [--updates 300] [--warmup 10] [--rounds 3] [--sizes 128x128,256x256]
         [--critics 2,10] [--per-call 1] [--threads 1] [--remote]
 
 Per size and critic count: the plain torch update (twin or N critics as N separate MLPs on
@@ -13,6 +13,11 @@ plain time; "x the learner's twin" is an ensemble's time / the same learner's tw
 the same run; needs 2 in --critics). The parameter counts show what each critic is: RLlib 2.60's
 SAC builds its Q-network as a multi-stream encoder (an obs MLP and an action MLP of the given sizes, joined by fusion
 layers of 256 units), not an MLP on [obs, action] of those sizes.
+
+The updates are timed in `--rounds` blocks, every update (plain, each learner, each critic count of a
+size) taking its block in turn, and each time is the median over its blocks: timed one after the
+other, a change in the machine's speed during the run (other processes, clock) lands on one side of
+a ratio only.
 """
 
 from __future__ import annotations
@@ -157,6 +162,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--updates", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3, help="blocks the updates are split into, every runner taking "
+                    "its block in turn; each time is the median over blocks")
     ap.add_argument("--sizes", default="128x128,256x256", help="hidden sizes; the batch is the first width")
     ap.add_argument("--critics", default="2,10")
     ap.add_argument("--critic", default="rllib,mlp", help="the learner's critic network(s): rllib, mlp")
@@ -167,8 +174,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
-    table = Table(title=f"SAC updates per second ({args.updates} updates, {args.per_call} per learner call, "
-                        f"{args.threads} thread(s))")
+    table = Table(title=f"SAC updates per second ({args.updates} updates in {args.rounds} interleaved blocks, "
+                        f"{args.per_call} per learner call, {args.threads} thread(s))")
     columns = ("networks, batch", "critics", "learner critic", "critic params (plain / learner)", "plain torch",
                "learner.update", "ratio", "x the learner's twin")
     for col in columns:
@@ -180,23 +187,44 @@ def main() -> None:
     for size in args.sizes.split(","):
         hidden = [int(h) for h in size.split("x")]
         bs = hidden[0]
-        twin: dict[str, float] = {}  # learner critic -> its twin's time per update, this size
-        for critics in (int(c) for c in args.critics.split(",")):
-            batches = [random_batch(rng, bs) for _ in range(args.updates + args.warmup)]
+        counts = [int(c) for c in args.critics.split(",")]
+        batches = {c: [random_batch(rng, bs) for _ in range(args.updates + args.warmup)] for c in counts}
+        runners = {}  # (critics, "plain" or learner critic) -> (update fn, batches, what to close)
+        params: dict[int, dict[str, int]] = {}
+        for critics in counts:
             torch.manual_seed(0)
             plain = PlainSAC(hidden, critics)
-            t_plain = timed(plain.update, [as_tensors(b) for b in batches], args.warmup)
+            runners[critics, "plain"] = (plain.update, [as_tensors(b) for b in batches[critics]], None)
+            params[critics] = {"plain": _count(plain.qs[0])}
             for critic in args.critic.split(","):
                 agent = agent_for(hidden, bs, critics, args.remote, critic)
-                t_one = timed_calls(agent, batches, args.warmup, args.per_call)
-                params = (_count(plain.qs[0]), agent._on_learner(
+                runners[critics, critic] = (agent, batches[critics], agent)
+                params[critics][critic] = agent._on_learner(
                     lambda learner: _count(learner.module["default_policy"].qf)
-                    + _count(learner.module["default_policy"].qf_encoder)))
+                    + _count(learner.module["default_policy"].qf_encoder))
+        # every runner's updates in `rounds` blocks, taken in turn: drift of the machine's speed over the
+        # run (other load, frequency) reaches the plain update and the learner alike
+        per_round = args.updates // args.rounds
+        times: dict[tuple, list[float]] = {k: [] for k in runners}
+        for r in range(args.rounds):
+            for key, (fn, bl, _) in runners.items():
+                warm = bl[:args.warmup] if r == 0 else []  # warm-up once, before the first block
+                part = warm + bl[args.warmup + r * per_round:args.warmup + (r + 1) * per_round]
+                if key[1] == "plain":
+                    times[key].append(timed(fn, part, len(warm)))
+                else:
+                    times[key].append(timed_calls(fn, part, len(warm), args.per_call))
+        t = {k: float(np.median(v)) for k, v in times.items()}
+        for _, _, agent in runners.values():
+            if agent is not None:
                 agent.close()
-                if critics == 2:
-                    twin[critic] = t_one
-                vs_twin = f"{t_one / twin[critic]:.2f}x" if critic in twin else "-"
-                table.add_row(f"{hidden}, {bs}", str(critics), critic, f"{params[0]:,} / {params[1]:,}",
+        for critics in counts:
+            t_plain = t[critics, "plain"]
+            for critic in args.critic.split(","):
+                t_one = t[critics, critic]
+                vs_twin = f"{t_one / t[2, critic]:.2f}x" if (2, critic) in t else "-"
+                table.add_row(f"{hidden}, {bs}", str(critics), critic,
+                              f"{params[critics]['plain']:,} / {params[critics][critic]:,}",
                               f"{1 / t_plain:.0f}/s ({t_plain * 1e3:.1f} ms)",
                               f"{1 / t_one:.0f}/s ({t_one * 1e3:.1f} ms)", f"{t_one / t_plain:.2f}x", vs_twin)
     Console().print(table)

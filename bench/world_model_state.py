@@ -40,7 +40,7 @@ from worldsample.yamlconfig import apply_overrides  # noqa: E402
 # the loop's state model before 2026-12-05: an MLP encoder to 32 latents on a 4x4 grid, convolutions, raw quaternions
 OLD = ["quaternions={}", "autoencoder.vector_identity=false", "autoencoder.vector_grid=4"]
 HORIZONS = [1, 8]
-console = Console(width=180)
+console = Console(width=260)
 
 
 def variant(overrides: list[str]) -> WorldModelConfig:
