@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--version", type=int, default=None, help="policy version (default: the latest)")
     ap.add_argument("--episodes", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--trigger", choices=["deviation", "stall"], default=None,
+    ap.add_argument("--trigger", choices=["deviation", "stall", "lost"], default=None,
                     help="the simulated human's trigger (default: the run's)")
     args = ap.parse_args(argv)
     from worldsample.sim import make_env

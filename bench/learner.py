@@ -227,7 +227,7 @@ def main() -> None:
                               f"{params[critics]['plain']:,} / {params[critics][critic]:,}",
                               f"{1 / t_plain:.0f}/s ({t_plain * 1e3:.1f} ms)",
                               f"{1 / t_one:.0f}/s ({t_one * 1e3:.1f} ms)", f"{t_one / t_plain:.2f}x", vs_twin)
-    Console().print(table)
+    Console(width=160).print(table)
 
 
 if __name__ == "__main__":

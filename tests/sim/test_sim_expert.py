@@ -119,8 +119,8 @@ def shaky_expert(human: InterventionExpert, std: float = 0.5, seed: int = 1):
     return act
 
 
-@pytest.mark.parametrize("trigger", ["deviation", "stall"])
-def test_only_the_stall_trigger_lets_a_shaky_policy_that_progresses_act(env, trigger):
+@pytest.mark.parametrize("trigger", ["deviation", "stall", "lost"])
+def test_a_shaky_policy_that_progresses_acts_unless_the_motion_alone_is_judged(env, trigger):
     human = InterventionExpert(env, InterventionConfig(trigger=trigger), seed=0)
     policy = shaky_expert(human)
     flags = []
@@ -132,7 +132,7 @@ def test_only_the_stall_trigger_lets_a_shaky_policy_that_progresses_act(env, tri
 
     human.reset()
     success, _ = run_episode(env, 1, choose)
-    if trigger == "stall":
+    if trigger in ("stall", "lost"):
         assert success and not any(flags)  # it gets there on its own: nobody takes over
     else:
         assert sum(flags) >= 20  # its noisy motion often differs from the expert's by more than the threshold
@@ -154,3 +154,39 @@ def test_the_stall_trigger_takes_over_an_arm_that_holds_still(env):
     # The first call sets the progress mark; five stalled steps are tolerated, the sixth is taken over.
     assert flags[:10] == [False] * 6 + [True] * 4
     assert flags[10:] == [False] * 5 + [True]  # handed back with a fresh count: 5 more stalls, then again
+
+
+def test_the_lost_trigger_takes_over_an_arm_that_holds_still(env):
+    """Holding still deviates from the expert's motion and makes no progress: lost_steps tolerated
+    straying steps (the first call only sets the progress mark), then takeover_steps expert steps."""
+    cfg = InterventionConfig(trigger="lost", lost_steps=2, takeover_steps=4)
+    human = InterventionExpert(env, cfg, seed=0)
+    env.reset(seed=0)
+    human.reset()
+    hold = np.zeros(4, np.float32)
+    flags = []
+    for _ in range(8):
+        action, intervened = human.filter(hold)
+        assert human.last_deviation > cfg.deviation_threshold  # the expert moves, this policy does not
+        flags.append(intervened)
+        env.step(action)
+    assert flags[:8] == [False] * 3 + [True] * 4 + [False]
+
+
+@pytest.mark.parametrize("trigger", ["lost", "stall"])
+def test_the_lost_trigger_leaves_alone_an_arm_that_pauses_as_the_expert_does(env, trigger):
+    """The expert's own motion pauses while it grips: a stall, yet no deviation, so `lost` never takes
+    over even with no tolerance; `stall` with no tolerance does."""
+    cfg = InterventionConfig(trigger=trigger, lost_steps=0, stall_steps=1)
+    human = InterventionExpert(env, cfg, seed=0)
+    flags = []
+
+    def choose():
+        action, intervened = human.filter(human.expert.nominal_action())
+        flags.append(intervened)
+        return action
+
+    human.reset()
+    success, _ = run_episode(env, 1, choose)
+    assert success
+    assert not any(flags) if trigger == "lost" else any(flags)

@@ -108,17 +108,24 @@ class InterventionConfig(_Strict):
     takes over. The distance is made for tasks that move an object to a goal (push, pick-place,
     slide); where the goal is for the hand alone (reach) it does not measure progress.
 
-    With either trigger a takeover lasts `takeover_steps` steps.
+    `trigger: lost` takes both into account: a step strays when its motion deviates from the
+    expert's and the arm has made no progress since the last step that did (`stall_progress`);
+    after `lost_steps` such steps in a row the human takes over (the scripted expert itself pauses
+    for a few steps while it grips). A policy that wins by another
+    path makes progress and is left alone; one that heads the wrong way or dithers is not.
+
+    With any trigger a takeover lasts `takeover_steps` steps.
     """
 
-    trigger: Literal["deviation", "stall"] = Field(
-        "deviation", description="deviation: the policy's motion differs from the expert's; stall: no progress"
+    trigger: Literal["deviation", "stall", "lost"] = Field(
+        "deviation", description="deviation: the policy's motion differs from the expert's; stall: no progress; "
+        "lost: both at once"
     )
     deviation_threshold: float = Field(
         0.5, gt=0.0, description="a step deviates when |policy xyz - expert xyz| exceeds this"
     )
     stall_progress: float = Field(
-        0.005, gt=0.0, description="trigger=stall: metres the distance to go must fall to count as progress"
+        0.005, gt=0.0, description="trigger=stall or lost: metres the distance to go must fall to count as progress"
     )
     stall_steps: int = Field(
         30, ge=1, description="trigger=stall: steps without progress tolerated before a takeover"
@@ -126,5 +133,8 @@ class InterventionConfig(_Strict):
     patience_steps: int = Field(
         3, ge=0, description="trigger=deviation: consecutive deviating steps tolerated; the next one starts a "
         "takeover (0 = at once)"
+    )
+    lost_steps: int = Field(
+        10, ge=0, description="trigger=lost: consecutive steps that deviate without progress tolerated"
     )
     takeover_steps: int = Field(10, ge=1, description="steps the expert drives once it has taken over")

@@ -41,11 +41,12 @@ class ScriptedExpert:
 
 
 class InterventionExpert:
-    """Simulated human supervisor (see `InterventionConfig` for the two triggers).
+    """Simulated human supervisor (see `InterventionConfig` for the three triggers).
 
     Call `reset()` after every env reset and `filter(policy_action)` before every step. The human
-    lets the policy act while it agrees with the expert (trigger `deviation`) or makes progress
-    (trigger `stall`) and tolerates `patience_steps` (or `stall_steps`) consecutive straying steps;
+    lets the policy act while it agrees with the expert (trigger `deviation`), makes progress
+    (trigger `stall`) or does either (trigger `lost`), and tolerates `patience_steps` (`stall_steps`,
+    `lost_steps`) consecutive straying steps;
     at the next one the expert drives for `takeover_steps` steps (starting with that step), then
     hands control back with a fresh count.
     """
@@ -92,10 +93,13 @@ class InterventionExpert:
         # Judged against the noise-free expert, so the expert's own noise never counts as straying.
         reference = self.expert.nominal_action()
         self.last_deviation = float(np.linalg.norm(policy_action[:3] - reference[:3]))
+        deviates = self.last_deviation > self.cfg.deviation_threshold
         if self.cfg.trigger == "stall":  # checked during takeovers too: the mark follows the expert's progress
             strays, tolerated = self._stalled(), self.cfg.stall_steps
+        elif self.cfg.trigger == "lost":
+            strays, tolerated = self._stalled() and deviates, self.cfg.lost_steps
         else:
-            strays, tolerated = self.last_deviation > self.cfg.deviation_threshold, self.cfg.patience_steps
+            strays, tolerated = deviates, self.cfg.patience_steps
 
         if self._takeover_left == 0:
             self._streak = self._streak + 1 if strays else 0
