@@ -91,21 +91,41 @@ def test_takeover_schedule_against_a_contrary_policy(env):
     assert not human.in_control
 
 
+def watched_episode(env, human: InterventionExpert, policy, seed: int = 1) -> tuple[bool, list[bool]]:
+    """One episode of `policy()` under the human: (success, whether the human chose each step)."""
+    flags = []
+
+    def choose():
+        action, intervened = human.filter(policy())
+        flags.append(intervened)
+        return action
+
+    human.reset()
+    success, _ = run_episode(env, seed, choose)
+    return success, flags
+
+
+def held_still(env, human: InterventionExpert, steps: int) -> list[bool]:
+    """An arm commanded to hold still for `steps` steps: whether the human chose each step."""
+    env.reset(seed=0)
+    human.reset()
+    hold = np.zeros(4, np.float32)
+    flags = []
+    for _ in range(steps):
+        action, intervened = human.filter(hold)
+        np.testing.assert_array_equal(action, human.expert.nominal_action() if intervened else hold)
+        assert human.last_deviation > human.cfg.deviation_threshold  # the expert moves, this arm does not
+        flags.append(intervened)
+        env.step(action)
+    return flags
+
+
 @pytest.mark.parametrize("kind", ["random", "constant"])
 def test_bad_policies_get_taken_over(env, kind):
     rng = np.random.default_rng(0)
     bad = {"random": lambda: rng.uniform(-1, 1, 4), "constant": lambda: np.array([1.0, -1.0, 1.0, -1.0])}[kind]
     human = InterventionExpert(env, InterventionConfig(patience_steps=3, takeover_steps=10), seed=0)
-    flags = []
-
-    def choose():
-        action, intervened = human.filter(bad())
-        flags.append(intervened)
-        return action
-
-    env.reset(seed=2)
-    human.reset()
-    run_episode(env, 2, choose)
+    _, flags = watched_episode(env, human, bad, seed=2)
     assert sum(flags) >= 10
     assert not any(flags[:3])  # the first deviations are tolerated (patience)
 
@@ -122,16 +142,7 @@ def shaky_expert(human: InterventionExpert, std: float = 0.5, seed: int = 1):
 @pytest.mark.parametrize("trigger", ["deviation", "stall", "lost"])
 def test_a_shaky_policy_that_progresses_acts_unless_the_motion_alone_is_judged(env, trigger):
     human = InterventionExpert(env, InterventionConfig(trigger=trigger), seed=0)
-    policy = shaky_expert(human)
-    flags = []
-
-    def choose():
-        action, intervened = human.filter(policy())
-        flags.append(intervened)
-        return action
-
-    human.reset()
-    success, _ = run_episode(env, 1, choose)
+    success, flags = watched_episode(env, human, shaky_expert(human))
     if trigger in ("stall", "lost"):
         assert success and not any(flags)  # it gets there on its own: nobody takes over
     else:
@@ -141,16 +152,7 @@ def test_a_shaky_policy_that_progresses_acts_unless_the_motion_alone_is_judged(e
 def test_the_stall_trigger_takes_over_an_arm_that_holds_still(env):
     """No progress: stall_steps tolerated steps, then takeover_steps expert steps, then the policy again."""
     cfg = InterventionConfig(trigger="stall", stall_steps=5, takeover_steps=4)
-    human = InterventionExpert(env, cfg, seed=0)
-    env.reset(seed=0)
-    human.reset()
-    hold = np.zeros(4, np.float32)
-    flags = []
-    for _ in range(16):
-        action, intervened = human.filter(hold)
-        np.testing.assert_array_equal(action, human.expert.nominal_action() if intervened else hold)
-        flags.append(intervened)
-        env.step(action)
+    flags = held_still(env, InterventionExpert(env, cfg, seed=0), 16)
     # The first call sets the progress mark; five stalled steps are tolerated, the sixth is taken over.
     assert flags[:10] == [False] * 6 + [True] * 4
     assert flags[10:] == [False] * 5 + [True]  # handed back with a fresh count: 5 more stalls, then again
@@ -160,17 +162,8 @@ def test_the_lost_trigger_takes_over_an_arm_that_holds_still(env):
     """Holding still deviates from the expert's motion and makes no progress: lost_steps tolerated
     straying steps (the first call only sets the progress mark), then takeover_steps expert steps."""
     cfg = InterventionConfig(trigger="lost", lost_steps=2, takeover_steps=4)
-    human = InterventionExpert(env, cfg, seed=0)
-    env.reset(seed=0)
-    human.reset()
-    hold = np.zeros(4, np.float32)
-    flags = []
-    for _ in range(8):
-        action, intervened = human.filter(hold)
-        assert human.last_deviation > cfg.deviation_threshold  # the expert moves, this policy does not
-        flags.append(intervened)
-        env.step(action)
-    assert flags[:8] == [False] * 3 + [True] * 4 + [False]
+    flags = held_still(env, InterventionExpert(env, cfg, seed=0), 8)
+    assert flags == [False] * 3 + [True] * 4 + [False]
 
 
 @pytest.mark.parametrize("trigger", ["lost", "stall"])
@@ -179,14 +172,6 @@ def test_the_lost_trigger_leaves_alone_an_arm_that_pauses_as_the_expert_does(env
     over even with no tolerance; `stall` with no tolerance does."""
     cfg = InterventionConfig(trigger=trigger, lost_steps=0, stall_steps=1)
     human = InterventionExpert(env, cfg, seed=0)
-    flags = []
-
-    def choose():
-        action, intervened = human.filter(human.expert.nominal_action())
-        flags.append(intervened)
-        return action
-
-    human.reset()
-    success, _ = run_episode(env, 1, choose)
+    success, flags = watched_episode(env, human, human.expert.nominal_action)
     assert success
     assert not any(flags) if trigger == "lost" else any(flags)

@@ -44,26 +44,33 @@ def schema(dim: int = 7) -> GroupSchema:
                              chunk_len=16)
 
 
-def store_with_flips(path, episodes: int = 10, length: int = 20, seed: int = 0) -> EpisodeStore:
-    """state = hand x, y (moved by the action), then a fixed rotation whose sign flips every step (what a
-    pose message may carry), then a constant."""
+def hand_store(path, dim: int, frame, episodes: int = 10, length: int = 20, seed: int = 0) -> EpisodeStore:
+    """Episodes of a hand x, y moved by the action (2 dims); `frame(pos, prev, t)` makes each step's
+    state from the position, the position one step earlier and the step."""
     rng = np.random.default_rng(seed)
     store = EpisodeStore(path, create=True)
-    store.ensure_group("demo", schema())
+    store.ensure_group("demo", schema(dim))
     with store.writer("demo") as w:
         for _ in range(episodes):
-            pos, states, acts = rng.uniform(-0.5, 0.5, 2), [], []
+            pos = rng.uniform(-0.5, 0.5, 2)
+            prev, states, acts = pos, [], []
             for t in range(length):
                 a = rng.uniform(-1, 1, 2).astype(np.float32)
-                states.append(np.concatenate([pos, ROTATION * (-1) ** t, [0.3]]).astype(np.float32))
+                states.append(np.asarray(frame(pos, prev, t), np.float32))
                 acts.append(a)
-                pos = pos + 0.05 * a
+                prev, pos = pos, pos + 0.05 * a
             done = np.zeros(length, bool)
             done[-1] = True
             w.append_episode({"state": np.stack(states), "action": np.stack(acts), "done": done,
                               "reward": np.zeros(length, np.float32), "success": np.zeros(length, bool)},
                              domain="real")
     return store
+
+
+def store_with_flips(path) -> EpisodeStore:
+    """state = hand x, y, then a fixed rotation whose sign flips every step (what a pose message may
+    carry), then a constant."""
+    return hand_store(path, 7, lambda pos, prev, t: np.concatenate([pos, ROTATION * (-1) ** t, [0.3]]))
 
 
 def state_config(**changes) -> WorldModelConfig:
@@ -143,28 +150,10 @@ def test_the_loops_state_model_and_the_image_profiles_keys():
     assert vision.previous_frame == {}
 
 
-def store_with_previous_frame(path, episodes: int = 10, length: int = 20, seed: int = 0) -> EpisodeStore:
-    """state = hand x, y (moved by the action), the hand's x, y one step earlier, a constant: the way
-    Meta-World's state carries its previous frame."""
-    rng = np.random.default_rng(seed)
-    store = EpisodeStore(path, create=True)
-    store.ensure_group("demo", GroupSchema.build({"state": KeySpec(dtype="float32", shape=(5,), finite=True)},
-                                                 action_dim=2, chunk_len=16))
-    with store.writer("demo") as w:
-        for _ in range(episodes):
-            pos = rng.uniform(-0.5, 0.5, 2)
-            prev, states, acts = pos, [], []
-            for _ in range(length):
-                a = rng.uniform(-1, 1, 2).astype(np.float32)
-                states.append(np.concatenate([pos, prev, [0.3]]).astype(np.float32))
-                acts.append(a)
-                prev, pos = pos, pos + 0.05 * a
-            done = np.zeros(length, bool)
-            done[-1] = True
-            w.append_episode({"state": np.stack(states), "action": np.stack(acts), "done": done,
-                              "reward": np.zeros(length, np.float32), "success": np.zeros(length, bool)},
-                             domain="real")
-    return store
+def store_with_previous_frame(path) -> EpisodeStore:
+    """state = hand x, y, the hand's x, y one step earlier, a constant: the way Meta-World's state
+    carries its previous frame."""
+    return hand_store(path, 5, lambda pos, prev, t: np.concatenate([pos, prev, [0.3]]))
 
 
 @pytest.mark.parametrize("declared", [True, False])
