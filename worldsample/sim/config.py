@@ -111,8 +111,8 @@ class InterventionConfig(_Strict):
     `trigger: lost` takes both into account: a step strays when its motion deviates from the
     expert's and the arm has made no progress since the last step that did (`stall_progress`);
     after `lost_steps` such steps in a row the human takes over (the scripted expert itself pauses
-    for a few steps while it grips). A policy that wins by another
-    path makes progress and is left alone; one that heads the wrong way or dithers is not.
+    for a few steps while it grips). A policy that wins by another path makes progress and is left
+    alone; one that heads the wrong way or dithers is not.
 
     With any trigger a takeover lasts `takeover_steps` steps.
     """
