@@ -183,7 +183,9 @@ def main() -> None:
     if args.remote:
         import ray
 
-        ray.init(address="local", include_dashboard=False, num_cpus=2, log_to_driver=False)
+        # logical CPUs: every learner of a size is built before the timing (one remote actor each), and
+        # only one of them updates at a time
+        ray.init(address="local", include_dashboard=False, num_cpus=16, log_to_driver=False)
     for size in args.sizes.split(","):
         hidden = [int(h) for h in size.split("x")]
         bs = hidden[0]
