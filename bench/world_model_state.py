@@ -40,7 +40,8 @@ from worldsample.yamlconfig import apply_overrides  # noqa: E402
 # the loop's state model before 2026-12-05: an MLP encoder to 32 latents on a 4x4 grid, convolutions, raw quaternions
 OLD = ["quaternions={}", "autoencoder.vector_identity=false", "autoencoder.vector_grid=4"]
 HORIZONS = [1, 8]
-console = Console(width=260)
+PARTS = ("state", "hand", "gripper", "object", "object_rotation", "previous_frame", "goal")  # the table's columns
+console = Console(width=340)
 
 
 def variant(overrides: list[str]) -> WorldModelConfig:
@@ -74,15 +75,13 @@ def main() -> None:
     torch.set_num_threads(1)
     variants = {"default": [], "old (encoder, conv)": OLD} | {name: list(kv) for name, *kv in args.variant}
     table = Table(title="held-out state RMSE / copying the last state's (ratio), per horizon")
-    for col in ("run", "model", "train s", *(f"{part} @{h}" for part in ("state", "hand", "object",
-                                                                           "object_rotation", "goal")
-                                              for h in HORIZONS)):
+    for col in ("run", "model", "train s", *(f"{part} @{h}" for part in PARTS for h in HORIZONS)):
         table.add_column(col, justify="right")
     for run in args.runs:
         for name, overrides in variants.items():
             rep, seconds = measure(run, variant(overrides), args.rounds)
             cells = []
-            for part in ("state", "hand", "object", "object_rotation", "goal"):
+            for part in PARTS:
                 for h in HORIZONS:
                     row = rep["horizons"][str(h)]
                     m, c = row[f"rmse_{part}"], row[f"rmse_copy_{part}"]

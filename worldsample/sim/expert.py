@@ -97,6 +97,7 @@ class InterventionExpert:
         if self.cfg.trigger == "stall":  # checked during takeovers too: the mark follows the expert's progress
             strays, tolerated = self._stalled(), self.cfg.stall_steps
         elif self.cfg.trigger == "lost":
+            # _stalled() first, every step: it moves the progress mark
             strays, tolerated = self._stalled() and deviates, self.cfg.lost_steps
         else:
             strays, tolerated = deviates, self.cfg.patience_steps
