@@ -297,3 +297,57 @@ def test_batches_larger_than_the_configured_size_train():
     metrics = a.update(big)
     assert np.isfinite(metrics["qf_loss"])
     assert np.abs(a.q_values(batch(0.0, 1.0)) - before).max() > 1e-4
+
+
+@pytest.mark.parametrize("per_call", [1, 4])
+def test_actor_every_steps_the_actor_and_temperature_on_every_kth_update_and_the_critics_on_each(per_call):
+    torch.manual_seed(0)
+    cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0, actor_every=4,
+                        updates_per_call=per_call)
+    a = sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+    b = batch(1.0, 1.0)
+    before, q0 = all_params(a), a.q_values(b)
+    a.update_many([b] * 3)  # updates 1-3: critics only
+    after = all_params(a)
+    actor = [k for k in before if k.startswith(("pi_encoder.", "pi.net."))] + ["log_alpha"]
+    assert all(np.array_equal(before[k], after[k]) for k in actor)
+    assert not np.allclose(a.q_values(b), q0)
+    a.update(b)  # update 4: the actor and the temperature too
+    moved = all_params(a)
+    assert all(not np.array_equal(after[k], moved[k]) for k in actor)
+    a.update_many([b] * 3)
+    assert all(np.array_equal(moved[k], all_params(a)[k]) for k in actor)
+
+
+def test_actor_every_one_is_the_old_update():
+    def run(**kw):
+        torch.manual_seed(0)
+        a = sac.SACAgent(LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0,
+                                       **kw), 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+        for _ in range(3):
+            torch.manual_seed(1)
+            a.update(batch(1.0, 1.0))
+        return all_params(a)
+
+    plain, every1, every2 = run(), run(actor_every=1), run(actor_every=2)
+    assert all(np.array_equal(plain[k], every1[k]) for k in plain)
+    assert any(not np.array_equal(plain[k], every2[k]) for k in plain)
+
+
+@pytest.mark.parametrize("critics", [2, 10])
+def test_backup_entropy_off_leaves_the_entropy_bonus_out_of_the_bellman_target(critics):
+    """With a zero reward and no terminal step the soft target is gamma * (Q' - alpha log pi'), the plain one
+    gamma * Q'. At a huge temperature the bonus dwarfs the freshly initialised critics' values, so the first
+    update's critic losses (Huber, from the same weights) tell the two targets apart."""
+    def losses(backup: bool) -> list[float]:
+        torch.manual_seed(0)
+        cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=10,
+                            critics=critics, initial_alpha=100.0, backup_entropy=backup, critic="mlp")
+        a = sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+        torch.manual_seed(1)
+        m = a.update(batch(0.0, 1.0))
+        keys = ["qf_loss", "qf_twin_loss"] + (["qf_extra_loss"] if critics > 2 else [])
+        return [m[k] / (1 if k != "qf_extra_loss" else critics - 2) for k in keys]
+
+    for soft, plain in zip(losses(True), losses(False)):
+        assert plain < 1.0 < 10.0 < soft

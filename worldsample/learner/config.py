@@ -29,6 +29,14 @@ class LearnerConfig(BaseModel):
         2, ge=1, description="Bellman target: min over a random subset of this many target critics"
     )
     gamma: float = Field(0.97, gt=0.0, le=1.0)
+    backup_entropy: bool = Field(
+        True, description="the Bellman target includes the next state's entropy bonus (-alpha log pi), as RLlib's "
+        "and the SAC paper's; false: the plain return (SERL's and HIL-SERL's default), so with a sparse reward the "
+        "critics measure success alone")
+    actor_every: int = Field(
+        1, ge=1, description="the actor and the temperature step on one learner update in this many (the last of "
+        "each block, counted over the run); the critics step on every one. RLPD and SERL update the actor once per "
+        "real step whatever the update-to-data ratio: actor_every = utd")
     n_step: int = Field(1, ge=1)
     lr: float = Field(3e-4, gt=0.0)
     tau: float = Field(0.005, gt=0.0, le=1.0)

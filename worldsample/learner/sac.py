@@ -39,6 +39,7 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
     term on demonstration samples (the `bc_mask` column) in the actor loss."""
 
     actor_frozen = False
+    _actor_skip = False  # this minibatch's `actor_step` column is 0: only the critics step (learner.actor_every)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         super().configure_optimizers_for_module(module_id, config)
@@ -68,7 +69,7 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
 
     def compute_gradients(self, loss_per_module, **kwargs):
         grads = super().compute_gradients(loss_per_module, **kwargs)
-        if self.actor_frozen:
+        if self.actor_frozen or self._actor_skip:
             for name in ("policy", "alpha"):  # the critics (all of an ensemble) keep learning
                 frozen_params = self.filter_param_dict_for_optimizer(self._params, self.get_optimizer(MODULE, name))
                 for pid, p in frozen_params.items():
@@ -79,6 +80,10 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
     def _compute_loss_for_module_continuous(self, *, module_id, config, batch, fwd_out):
         # RLlib's loss gives the critics' losses (weighted) and its metrics; the actor and temperature
         # losses it leaves in `_temp_losses` are unweighted means and are replaced here
+        self._actor_skip = "actor_step" in batch and not bool(batch["actor_step"][0])
+        if not config.learner_config_dict.get("backup_entropy", True):
+            # the target without the next state's entropy bonus: RLlib's loss and the extra critics' read it here
+            fwd_out = {**fwd_out, "logp_next_resampled": torch.zeros_like(fwd_out["logp_next_resampled"])}
         super()._compute_loss_for_module_continuous(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
         weights = batch["weights"].float()
         self._weighted_actor_and_alpha_losses(module_id, weights, fwd_out)
@@ -265,6 +270,7 @@ class SACAgent:
                 num_gpus_per_learner=cfg.num_gpus_per_learner,
                 learner_class=PPLSACLearner,
                 learner_config_dict={"bc_weight": cfg.bc_weight, "bc_std_weight": cfg.bc_std_weight,
+                                     "backup_entropy": cfg.backup_entropy,
                                      "rllib_reference": rllib_reference},
             )
             .debugging(seed=cfg.seed)
@@ -323,15 +329,17 @@ class SACAgent:
             if frozen != self._actor_frozen:
                 self._on_learner(lambda learner, f: learner.set_actor_frozen(f), f=frozen)
                 self._actor_frozen = frozen
-            sb = _concat([self._sample_batch(b) for b in chunk])
+            sb = _concat([self._sample_batch(b, self.updates + i) for i, b in enumerate(chunk)])
             kw = {"minibatch_size": n, "num_epochs": 1, "shuffle_batch_per_epoch": False} if k > 1 else {}
             out = self.group.update(batch=MultiAgentBatch({MODULE: sb}, env_steps=len(sb)), **kw)
             self.updates += k
             results = {k_: _scalar(v) for k_, v in out[0][MODULE].items() if _scalar(v) is not None}
         return results
 
-    def _sample_batch(self, batch: Batch) -> SampleBatch:
+    def _sample_batch(self, batch: Batch, index: int) -> SampleBatch:
+        """`index`: the run's count of updates before this one (the actor steps on every `actor_every`-th)."""
         n = len(batch["action"])
+        actor_step = (index + 1) % self.cfg.actor_every == 0
         return SampleBatch(
             {
                 "obs": flatten_obs(batch, self.cfg.obs_keys),
@@ -343,6 +351,7 @@ class SACAgent:
                 "n_step": batch["n_step"].astype(np.int64),
                 "weights": batch.get("weights", np.ones(n, np.float32)).astype(np.float32),
                 "bc_mask": batch.get("bc_mask", np.zeros(n, np.float32)).astype(np.float32),
+                "actor_step": np.full(n, actor_step, np.float32),
             }
         )
 
