@@ -59,7 +59,8 @@ class Bridge:
         self.recorder = Recorder(Path(run_dir), profile.episode.group, schema, max_backlog=profile.episode.max_backlog)
         shapes = {k: v.shape for k, v in profile.obs_specs().items()}
         self.policy = PolicySource(Path(run_dir), shapes, profile.action.dim, explore=profile.episode.explore,
-                                   follow=profile.episode.policy, enabled=run_policy)
+                                   follow=profile.episode.policy, enabled=run_policy,
+                                   explore_scale=profile.episode.explore_scale)
         self.keep_interrupted = True  # shutdown commits an open episode as `interrupted`; False: dropped
         types = profile.msg_types
         self.inputs = {s.key: StreamInput(s.key, stream_typename(s), stream_converter(s, profile), decode=types.decode)

@@ -248,6 +248,9 @@ class EpisodeSpec(_Strict):
         ),
     )
     explore: bool = Field(False, description="sample a stochastic policy's actions (online RL) instead of its mean")
+    explore_scale: float = Field(
+        1.0, gt=0.0, le=1.0, description="with explore: sample with the policy's spread (before the squash) times this "
+        "(`worldsample run` sets it to loop.explore_scale)")
     policy: Literal["latest", "recommended"] = Field(
         "latest", description="the policy version to run: the newest exported one, or the one RUN/policies/recommended "
         "names (`worldsample eval policies --recommend` or the trainer's scoring; latest until there is one)")

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 class PolicySource:
     def __init__(
         self, run_dir: Path, obs_shapes: Mapping[str, tuple[int, ...]], action_dim: int, explore: bool = False,
-        follow: str = "latest", enabled: bool = True,
+        follow: str = "latest", enabled: bool = True, explore_scale: float = 1.0,
     ):
         self._registry = PolicyRegistry(run_dir)
         if follow not in ("latest", "recommended"):
@@ -33,7 +33,7 @@ class PolicySource:
         self.follow = follow
         target = FollowRecommended(self._registry.root) if follow == "recommended" else self._registry.dir
         self._watch = VersionWatcher(target)
-        self.explore = explore
+        self.explore, self.explore_scale = explore, explore_scale
         self._rng = np.random.default_rng()
         self._obs_shapes = dict(obs_shapes)
         self._action_dim = action_dim
@@ -103,7 +103,9 @@ class PolicySource:
     def act(self, obs: Mapping[str, np.ndarray], hold: np.ndarray) -> np.ndarray:
         if self.actor is None:
             return hold.copy()
-        return self.actor.act(obs, explore=self.explore and self.actor.config.stochastic, rng=self._rng)
+        if self.explore and self.actor.config.stochastic:
+            return self.actor.act(obs, explore=True, rng=self._rng, noise_scale=self.explore_scale)
+        return self.actor.act(obs, rng=self._rng)
 
 
 def _real_steps(source: Mapping) -> int | None:

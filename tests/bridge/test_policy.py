@@ -132,5 +132,29 @@ def test_sampled_actions_are_the_squashed_distribution():
     noise = np.random.default_rng(7).standard_normal(4)
     sampled = actor.act(obs, explore=True, rng=np.random.default_rng(7))
     np.testing.assert_allclose(sampled, np.tanh(mean + np.exp(log_std) * noise), rtol=0, atol=1e-6)
+    narrow = actor.act(obs, explore=True, rng=np.random.default_rng(7), noise_scale=0.25)
+    np.testing.assert_allclose(narrow, np.tanh(mean + 0.25 * np.exp(log_std) * noise), rtol=0, atol=1e-6)
     with pytest.raises(PolicyError, match="no spread"):
         NumpyActor(config(), random_tensors(config())).distribution(obs)
+
+
+def test_policy_source_explores_with_the_profiles_scale(tmp_path):
+    reg = PolicyRegistry(tmp_path)
+    cfg = config(stochastic=True)
+    reg.publish(cfg, random_tensors(cfg, 3))
+    obs = {"proprio": np.full(4, 0.3, np.float32), "state": np.full(39, -0.2, np.float32)}
+    hold = np.zeros(4, np.float32)
+    actor = load_actor(tmp_path)
+    mean, log_std = actor.distribution(obs)
+    for scale in (1.0, 0.2):
+        src = PolicySource(tmp_path, {"proprio": (4,), "state": (39,)}, action_dim=4, explore=True,
+                           explore_scale=scale)
+        assert src.refresh() is True
+        src._rng = np.random.default_rng(3)
+        noise = np.random.default_rng(3).standard_normal(4)
+        np.testing.assert_allclose(src.act(obs, hold), np.tanh(mean + scale * np.exp(log_std) * noise), atol=1e-6)
+    # the profile carries it, bounded as the loop's own setting is
+    from robot_bridge.profile import EpisodeSpec
+    assert EpisodeSpec(explore=True, explore_scale=0.3).explore_scale == 0.3
+    with pytest.raises(ValueError):
+        EpisodeSpec(explore=True, explore_scale=0.0)

@@ -215,3 +215,13 @@ def test_a_camera_with_a_native_size_is_rendered_there_and_cut_down_by_the_bridg
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ProfileError, match="one native size, got corner 48x48, gripperPOV 32x32"):
         SimRobot(load_profile(path), transport=None)
+
+
+def test_the_main_jobs_exploration_scale_reaches_the_bridge():
+    from services.cli.dds_robot import DEFAULT_PROFILE, profile_overrides
+    from worldsample.config import load_config
+
+    cfg = load_config(None, ["loop.explore_scale=0.4"])
+    episode = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).episode
+    assert episode.explore and episode.explore_scale == 0.4
+    assert load_profile(DEFAULT_PROFILE, profile_overrides(load_config(None, []))).episode.explore_scale == 1.0

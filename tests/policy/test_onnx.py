@@ -62,6 +62,10 @@ def test_onnx_matches_torch_and_the_numpy_actor(tmp_path, cameras):
         np.testing.assert_allclose(explored, numpy_actor.act({"latent": z, "proprio": obs["proprio"]}, explore=True,
                                                              rng=np.random.default_rng(7)), atol=1e-4)
         assert not np.allclose(explored, got)
+        narrow = ort_actor.act(obs, explore=True, rng=np.random.default_rng(7), noise_scale=0.3)
+        np.testing.assert_allclose(narrow, numpy_actor.act({"latent": z, "proprio": obs["proprio"]}, explore=True,
+                                                           rng=np.random.default_rng(7), noise_scale=0.3), atol=1e-4)
+        assert np.abs(narrow - got).sum() < np.abs(explored - got).sum()
 
 
 def test_runner_rejects_files_that_do_not_fit(tmp_path):

@@ -95,6 +95,10 @@ class LoopConfig(BaseModel):
         "decision on each step's [latent, proprio], trained on the demos once after the encoder (docs/vision.md)")
     reward_scale: float = Field(0.1, gt=0.0, description="reward=task: the learner sees the task's reward times this")
     explore: bool = Field(True, description="the robot samples from the stochastic policy")
+    explore_scale: float = Field(
+        1.0, gt=0.0, le=1.0, description="with explore: the robot samples with the policy's spread (before the tanh "
+        "squash) times this; the learner's policy and its entropy target are unchanged. Below 1 the arm strays "
+        "less from the policy's mean, so a human takes over less often (docs/results.md)")
     max_lag_steps: int | None = Field(
         300, ge=0, description="robot=bridge: an unattended episode starts only while the newest policy was trained "
         "on all but at most this many committed real steps (the bridge's episode.max_policy_lag_steps), so the "

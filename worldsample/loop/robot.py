@@ -61,7 +61,9 @@ class Evaluator:
     def _action(self, obs, explore: bool) -> np.ndarray:
         if self.policy is None:
             return self.eval_env.action_space.sample().astype(np.float32)
-        return self.policy.act(obs, explore=explore and self.loop.explore, rng=self.rng)
+        if explore and self.loop.explore:
+            return self.policy.act(obs, explore=True, rng=self.rng, noise_scale=self.loop.explore_scale)
+        return self.policy.act(obs, rng=self.rng)
 
     def evaluate(self, episodes: int, seed0: int) -> dict:
         self._refresh_policy()

@@ -62,12 +62,15 @@ class NumpyActor:
         return self._mean[0] @ x + self._mean[1], np.clip(self._log_std[0] @ x + self._log_std[1], -5.0, 2.0)
 
     def act(
-        self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None
+        self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None,
+        noise_scale: float = 1.0,
     ) -> np.ndarray:
-        """The deterministic action, or with `explore` a sample of a stochastic policy."""
+        """The deterministic action, or with `explore` a sample of a stochastic policy, its spread before the
+        squash times `noise_scale` (1: the policy's own)."""
         if explore:
             mean, log_std = self.distribution(obs)
-            u = mean + np.exp(log_std) * (rng or np.random.default_rng()).standard_normal(mean.shape)
+            noise = (rng or np.random.default_rng()).standard_normal(mean.shape)
+            u = mean + noise_scale * np.exp(log_std) * noise
         else:
             x = self._features(obs)
             u = self._mean[0] @ x + self._mean[1]

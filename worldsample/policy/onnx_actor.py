@@ -110,9 +110,11 @@ class OnnxActor:
                 raise PolicyError(f"policy v{self.version} wants {key} of size {dim}; the robot has {shape}")
 
     def act(
-        self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None
+        self, obs: Mapping[str, np.ndarray], explore: bool = False, rng: np.random.Generator | None = None,
+        noise_scale: float = 1.0,
     ) -> np.ndarray:
-        """The deterministic action (A,) float32, or with `explore` a sample of a stochastic policy."""
+        """The deterministic action (A,) float32, or with `explore` a sample of a stochastic policy, its spread
+        before the squash times `noise_scale` (1: the policy's own)."""
         feed: dict[str, np.ndarray] = {}
         for key, hw in self.images.items():
             img = np.asarray(obs[key])
@@ -127,5 +129,5 @@ class OnnxActor:
         if not self.stochastic or self.config is None:
             raise PolicyError(f"policy v{self.version} is deterministic; it cannot explore")
         u, log_std = out[1][0], out[2][0]
-        u = u + np.exp(log_std) * (rng or np.random.default_rng()).standard_normal(u.shape)
+        u = u + noise_scale * np.exp(log_std) * (rng or np.random.default_rng()).standard_normal(u.shape)
         return (self._low + (np.tanh(u) + 1.0) * 0.5 * (self._high - self._low)).astype(np.float32)
