@@ -3,7 +3,7 @@ against the same policy sampling its actions (what collects the online data), ea
 the simulated human.
 
     MUJOCO_GL=egl .venv/bin/python bench/exploration.py RUN [RUN ...] [--version N] [--episodes 20]
-        [--trigger deviation|stall]
+        [--trigger deviation|stall|lost] [--scales 1,0.5,0.3]
 
 For each run (the arm and the simulated human from RUN/config.yaml, the latest policy or
 `--version`), on the held-out evaluation starts: success rate alone and with the human filtering
@@ -14,7 +14,8 @@ noise makes. The policy's entropy and per-coordinate spread are printed too (pre
 deviation at the states the deterministic policy visits). With the human only watching, the
 "false alarms" column counts the episodes the policy won alone on which the human would have
 taken over: a human who judges the outcome should leave those alone. `--trigger` replaces the
-run's trigger (InterventionConfig: `deviation` judges the motion, `stall` the progress).
+run's trigger (InterventionConfig: `deviation` judges the motion, `stall` the progress). `--scales`
+samples with the policy's spread times each scale (`loop.explore_scale`), one pair of rows per scale.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from worldsample.evaluation.starts import eval_seed0  # noqa: E402
 from worldsample.policy import load_actor  # noqa: E402
 
 
-def rollouts(env, actor, cfg, episodes: int, explore: bool, human: bool, seed: int) -> dict:
+def rollouts(env, actor, cfg, episodes: int, explore: bool, human: bool, seed: int, scale: float = 1.0) -> dict:
     from worldsample.sim import InterventionExpert
 
     rng = np.random.default_rng(seed)
@@ -46,7 +47,7 @@ def rollouts(env, actor, cfg, episodes: int, explore: bool, human: bool, seed: i
 
     def act(obs):
         nonlocal driven
-        action = actor.act(obs, explore=explore, rng=rng)
+        action = actor.act(obs, explore=True, rng=rng, noise_scale=scale) if explore else actor.act(obs)
         filtered, took = watcher.filter(action)  # also measures the deviation when it only watches
         dev.append(watcher.last_deviation)
         alarms[-1] |= took
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--trigger", choices=["deviation", "stall", "lost"], default=None,
                     help="the simulated human's trigger (default: the run's)")
+    ap.add_argument("--scales", default="1", help="exploration scales to sample with, comma-separated (1: the "
+                    "policy's own spread)")
     args = ap.parse_args(argv)
     from worldsample.sim import make_env
 
@@ -106,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         actor = load_actor(run, args.version)
         env = make_env(cfg.env.model_copy(update={"cameras": []}))
         try:
-            rows = {(e, h): rollouts(env, actor, cfg, args.episodes, e, h, args.seed)
-                    for e in (False, True) for h in (False, True)}
+            scales = [None] + [float(x) for x in args.scales.split(",")]  # None: the mean action
+            rows = {(sc, h): rollouts(env, actor, cfg, args.episodes, sc is not None, h, args.seed, sc or 1.0)
+                    for sc in scales for h in (False, True)}
             std, ent = spread(env, actor, min(args.episodes, 10))
         finally:
             env.close()
@@ -116,17 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         for col in ("actions", "human", "success", "human's share of steps", "deviation p50",
                     f"steps over {cfg.intervention.deviation_threshold}", "false alarms (won alone)"):
             t.add_column(col)
-        for (e, h), r in rows.items():
+        for (sc, h), r in rows.items():
             alarms, won = r["false_alarms"]
-            t.add_row("sampled" if e else "mean", "on" if h else "watching", f"{r['success']:.0%}",
+            t.add_row("mean" if sc is None else "sampled" if sc == 1 else f"sampled, spread x{sc:g}", "on" if h else "watching", f"{r['success']:.0%}",
                       f"{r['human']:.0%}" if h else "-", f"{r['dev_p50']:.2f}", f"{r['dev_over']:.0%}",
                       "-" if h else f"{alarms} of {won}")
         console.print(t)
         per_coord = [round(float(s), 3) for s in std]
         console.print(f"entropy {ent:.2f} nats; pre-tanh std per coordinate (median) {per_coord}")
-        det, exp = rows[(False, True)]["human"], rows[(True, True)]["human"]
-        ratio = f"{exp / det:.2f}x" if det > 0 else "n/a (the human never drove the mean policy)"
-        console.print(f"human's share, sampled / mean actions: {exp:.0%} / {det:.0%} = {ratio}")
+        det = rows[(None, True)]["human"]
+        for sc in scales[1:]:
+            exp = rows[(sc, True)]["human"]
+            ratio = f"{exp / det:.2f}x" if det > 0 else "n/a (the human never drove the mean policy)"
+            console.print(f"human's share, sampled (spread x{sc:g}) / mean actions: {exp:.0%} / {det:.0%} = {ratio}")
     return 0
 
 
