@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             t.add_column(col)
         for (sc, h), r in rows.items():
             alarms, won = r["false_alarms"]
-            t.add_row("mean" if sc is None else "sampled" if sc == 1 else f"sampled, spread x{sc:g}", "on" if h else "watching", f"{r['success']:.0%}",
+            actions = "mean" if sc is None else "sampled" if sc == 1 else f"sampled, spread x{sc:g}"
+            t.add_row(actions, "on" if h else "watching", f"{r['success']:.0%}",
                       f"{r['human']:.0%}" if h else "-", f"{r['dev_p50']:.2f}", f"{r['dev_over']:.0%}",
                       "-" if h else f"{alarms} of {won}")
         console.print(t)
