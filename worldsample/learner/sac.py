@@ -337,9 +337,12 @@ class SACAgent:
         return results
 
     def _sample_batch(self, batch: Batch, index: int) -> SampleBatch:
-        """`index`: the run's count of updates before this one (the actor steps on every `actor_every`-th)."""
+        """`index`: the run's count of updates before this one (the actor steps on every `actor_every`-th;
+        the `actor_step` column exists only when actor_every > 1)."""
         n = len(batch["action"])
-        actor_step = (index + 1) % self.cfg.actor_every == 0
+        extra = {}
+        if self.cfg.actor_every > 1:
+            extra["actor_step"] = np.full(n, (index + 1) % self.cfg.actor_every == 0, np.float32)
         return SampleBatch(
             {
                 "obs": flatten_obs(batch, self.cfg.obs_keys),
@@ -351,7 +354,7 @@ class SACAgent:
                 "n_step": batch["n_step"].astype(np.int64),
                 "weights": batch.get("weights", np.ones(n, np.float32)).astype(np.float32),
                 "bc_mask": batch.get("bc_mask", np.zeros(n, np.float32)).astype(np.float32),
-                "actor_step": np.full(n, actor_step, np.float32),
+                **extra,
             }
         )
 
