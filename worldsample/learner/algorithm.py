@@ -18,8 +18,9 @@ import numpy as np
 
 from worldsample.store.sampler import Batch
 
-# rows whose action a human chose: the behaviour-cloning term applies to them
-BC_SOURCES = ("demo", "intervention")
+# rows the behaviour-cloning term applies to: a human chose the action (demos, interventions), or the
+# policy won that episode alone (the mixer's `success` pool, with loop.imitate_successes)
+BC_SOURCES = ("demo", "intervention", "success")
 
 
 class MeanStats:

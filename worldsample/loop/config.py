@@ -106,6 +106,10 @@ class LoopConfig(BaseModel):
         "learner holds `learner.utd` on the robot's clock; 300 is two default episodes: one on the arm while the "
         "learner learns the last; null: the arm never waits and the learner falls behind when it is slower")
     interventions: bool = Field(True, description="a simulated human takes over when the policy strays (HIL-SERL)")
+    imitate_successes: bool = Field(
+        False, description="the online episodes the policy won without a human step join the demos and "
+        "interventions: they share the demo half of each batch by size and get the behaviour-cloning term "
+        "(AW-Opt's positive filtering; the operator's label decides where there is one)")
     eval_episodes: int = Field(
         20, ge=0, description="held-out initial states per evaluation of the deterministic policy"
     )

@@ -28,6 +28,14 @@ def learner_spaces(store: EpisodeStore, loop: LoopConfig) -> tuple[dict[str, int
     return obs_dims, -np.ones(schema.action_dim, np.float32), np.ones(schema.action_dim, np.float32)
 
 
+def _won_alone(reader):
+    """Whether an episode ended in success (the operator's label where there is one) without a human step."""
+    def won(rec) -> bool:
+        label = reader.labels.get(rec.episode)
+        return (label.success if label is not None else rec.success) and rec.interventions == 0
+    return won
+
+
 class Learning:
     def __init__(
         self, run_dir: str | Path, loop: LoopConfig, obs_dims: dict[str, int], low: np.ndarray, high: np.ndarray
@@ -55,8 +63,11 @@ class Learning:
         real = self._reader("real")
         self.online = self._sampler(real)
         self.interventions = self._sampler(real, step_key="intervention")
+        # loop.imitate_successes: the episodes the policy won with no human step, imitated like demos
+        self.successes = self._sampler(real, where=_won_alone(real)) if loop.imitate_successes else None
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
-                                entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)))
+                                entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)),
+                                successes=self.successes)
         self._synthetic_reader = None
         self._success_trained_at = 0  # real episodes the success classifier was last trained with
         self._success_retrains = 0

@@ -10,6 +10,8 @@ Picked once from `ppl.mode` by `make_mixer` (the only place that reads the mode 
 Real part (all mixers): demo data plus the steps a human drove (interventions), and online data,
 split `demo_share` : rest, as in HIL-SERL/RLPD; demos and interventions share their half in
 proportion to their sizes (one buffer, as HIL-SERL appends interventions to the demo buffer).
+With `loop.imitate_successes`, the online episodes the policy won without a human (`successes`)
+join that half the same way (AW-Opt's positive filtering); the learner imitates all three.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from worldsample.ppl.schedule import EntropyPacer, squashed_entropy_max
 from worldsample.ppl.selection import q_aware_lambda, zero_weights_breaking_bound
 from worldsample.store.sampler import Batch, GroupSampler, MixtureSampler
 
-_SOURCES = ("demo", "intervention", "online", "synthetic_pos", "synthetic_neg")
+_SOURCES = ("demo", "intervention", "success", "online", "synthetic_pos", "synthetic_neg")
 
 
 class Critic(Protocol):
@@ -52,12 +54,12 @@ class RealDataMixer:
     uses_synthetic = False
 
     def __init__(self, cfg: PPLConfig, demo: GroupSampler, online: GroupSampler,
-                 interventions: GroupSampler | None = None):
+                 interventions: GroupSampler | None = None, successes: GroupSampler | None = None):
         self.cfg = cfg
-        self.demo, self.interventions = demo, interventions
-        groups = {"demo": demo, "online": online}
-        if interventions is not None:
-            groups["intervention"] = interventions
+        self.demo = demo
+        # the pools that share the demo half by size: demos, the human's steps, the policy's own wins
+        self.imitated = {k: v for k, v in (("intervention", interventions), ("success", successes)) if v is not None}
+        groups = {"demo": demo, "online": online, **self.imitated}
         self.real = MixtureSampler(groups, {"demo": cfg.demo_share, "online": 1 - cfg.demo_share})
         self.pos: GroupSampler | None = None
         self.neg: GroupSampler | None = None
@@ -109,12 +111,12 @@ class RealDataMixer:
 
     # -- shared ---------------------------------------------------------------------------------
     def _real_weights(self) -> None:
-        """Demos and interventions split the demo share by size; online gets the rest."""
-        if self.interventions is None:
+        """Demos, interventions and the policy's wins split the demo share by size; online gets the rest."""
+        if not self.imitated:
             return
-        nd, ni = self.demo.num_transitions, self.interventions.num_transitions
-        share = self.cfg.demo_share
-        self.real.weights.update(demo=share * nd / max(nd + ni, 1), intervention=share * ni / max(nd + ni, 1))
+        sizes = {"demo": self.demo.num_transitions, **{k: s.num_transitions for k, s in self.imitated.items()}}
+        total = max(sum(sizes.values()), 1)
+        self.real.weights.update({k: self.cfg.demo_share * n / total for k, n in sizes.items()})
 
     def _have_synthetic(self) -> bool:
         return _ready(self.pos) or _ready(self.neg)
@@ -153,7 +155,8 @@ class PPLMixer(NaiveMixer):
     synthetic mean Q away from the real one."""
 
     def __init__(self, cfg: PPLConfig, demo: GroupSampler, online: GroupSampler, critic: Critic,
-                 entropy_min: float | None, entropy_max: float | None, interventions: GroupSampler | None = None):
+                 entropy_min: float | None, entropy_max: float | None, interventions: GroupSampler | None = None,
+                 successes: GroupSampler | None = None):
         """`entropy_min` and `entropy_max` are the pacing bounds' defaults (the learner's target entropy,
         the action space's maximum); `ppl.entropy_min` and `ppl.entropy_max` override them."""
         if critic is None:
@@ -164,7 +167,7 @@ class PPLMixer(NaiveMixer):
             raise ValueError("ppl mode needs entropy_min (the learner's target entropy) or ppl.entropy_min")
         if hi is None:
             raise ValueError("ppl mode needs the action dimension (for the entropy bound |A| ln 2) or ppl.entropy_max")
-        super().__init__(cfg, demo, online, interventions)
+        super().__init__(cfg, demo, online, interventions, successes)
         self.critic = critic
         self.pacer = EntropyPacer(cfg, lo, hi)
         self.q_real = self.q_pos = self.q_neg = float("nan")
@@ -253,11 +256,12 @@ def mixer_class(cfg: PPLConfig) -> type[RealDataMixer]:
 
 def make_mixer(cfg: PPLConfig, demo: GroupSampler, online: GroupSampler, interventions: GroupSampler | None = None,
                critic: Critic | None = None, entropy_min: float | None = None,
-               action_dim: int | None = None) -> RealDataMixer:
+               action_dim: int | None = None, successes: GroupSampler | None = None) -> RealDataMixer:
     """The mixer `cfg.mode` names. ppl mode paces on the actor's entropy between `entropy_min` (the
     learner's target entropy) and |A| ln 2 for `action_dim`, unless `ppl.entropy_min|max` set them."""
     cls = mixer_class(cfg)
     if cls is PPLMixer:
         entropy_max = squashed_entropy_max(action_dim) if action_dim is not None else None
-        return PPLMixer(cfg, demo, online, critic, entropy_min, entropy_max, interventions=interventions)
-    return cls(cfg, demo, online, interventions)
+        return PPLMixer(cfg, demo, online, critic, entropy_min, entropy_max, interventions=interventions,
+                        successes=successes)
+    return cls(cfg, demo, online, interventions, successes)
