@@ -28,6 +28,9 @@ class LearnerConfig(BaseModel):
     target_subset: int = Field(
         2, ge=1, description="Bellman target: min over a random subset of this many target critics"
     )
+    actor_q: Literal["mean", "min"] = Field(
+        "mean", description="with critics > 2, the Q the actor climbs: the ensemble's mean (RLPD) or its minimum "
+        "(SAC-N's pessimism, against an actor that chases the critics' errors off the demonstrated actions)")
     gamma: float = Field(0.97, gt=0.0, le=1.0)
     backup_entropy: bool = Field(
         True, description="the Bellman target includes the next state's entropy bonus (-alpha log pi), as RLlib's "

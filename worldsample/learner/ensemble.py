@@ -6,7 +6,8 @@ more, each with its own target copy. Differences from the twin:
 
 - Bellman target: the minimum over a random `target_subset` of the N target critics (RLPD's
   random 2-subset), drawn afresh for every batch;
-- actor: the mean of all N critics (RLPD);
+- actor: the mean of all N critics (RLPD), or with `actor_q: min` their minimum (SAC-N's pessimism,
+  as offline-to-online fine-tuning with a pessimistic Q-ensemble uses it);
 - critic loss: every critic regresses onto the same target, with the batch's per-sample weights.
 
 `num_critics = 2` is exactly RLlib's twin-Q SAC; this module is used only above that.
@@ -31,6 +32,9 @@ class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
         super().setup()
         self.num_critics = int(self.model_config.get("num_critics", 2))
         self.target_subset = int(self.model_config.get("target_subset", 2))
+        self.actor_q = str(self.model_config.get("actor_q", "mean"))
+        if self.actor_q not in ("mean", "min"):
+            raise ValueError(f"actor_q must be mean or min, got {self.actor_q!r}")
         if not self.twin_q or self.num_critics < 2 or not 1 <= self.target_subset <= self.num_critics:
             raise ValueError(f"critic ensemble needs twin_q, num_critics >= 2 and 1 <= target_subset <= num_critics "
                              f"(got {self.num_critics}, {self.target_subset})")
@@ -116,7 +120,8 @@ class EnsembleSACTorchRLModule(DefaultSACTorchRLModule):
                   *self.extra_critic_params()]
         for p in params:
             p.requires_grad = False
-        out["q_curr"] = self.compute_q_values({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})
+        q_all = self._all_q({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})
+        out["q_curr"] = q_all.min(0).values if self.actor_q == "min" else q_all.mean(0)
         for p in params:
             p.requires_grad = True
         target_in = {Columns.OBS: batch[Columns.NEXT_OBS], Columns.ACTIONS: actions_next.detach()}

@@ -293,7 +293,8 @@ class SACAgent:
             return {"model_config": model}  # RLlib's own twin-Q module
         else:
             spec = RLModuleSpec(module_class=EnsembleSACTorchRLModule)
-        extra = {"num_critics": cfg.critics, "target_subset": cfg.target_subset} if cfg.critics > 2 else {}
+        extra = ({"num_critics": cfg.critics, "target_subset": cfg.target_subset, "actor_q": cfg.actor_q}
+                 if cfg.critics > 2 else {})
         return {"rl_module_spec": spec, "model_config": {**dataclasses.asdict(model), **extra}}
 
     def _on_learner(self, fn, **kwargs):

@@ -28,7 +28,7 @@ def learner_spaces(store: EpisodeStore, loop: LoopConfig) -> tuple[dict[str, int
     return obs_dims, -np.ones(schema.action_dim, np.float32), np.ones(schema.action_dim, np.float32)
 
 
-def _won_alone(reader):
+def won_alone(reader):
     """Whether an episode ended in success (the operator's label where there is one) without a human step."""
     def won(rec) -> bool:
         label = reader.labels.get(rec.episode)
@@ -64,7 +64,7 @@ class Learning:
         self.online = self._sampler(real)
         self.interventions = self._sampler(real, step_key="intervention")
         # loop.imitate_successes: the episodes the policy won with no human step, imitated like demos
-        self.successes = self._sampler(real, where=_won_alone(real)) if loop.imitate_successes else None
+        self.successes = self._sampler(real, where=won_alone(real)) if loop.imitate_successes else None
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
                                 entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)),
                                 successes=self.successes)
