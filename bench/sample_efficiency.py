@@ -18,7 +18,9 @@ steps to reach the threshold (80 %), and final success at the budget (the final 
 seeds of final success and of the area under the success curve, with 95 % bootstrap intervals; against
 the first arm (the baseline): the probability that a run of the arm beats a run of the baseline, the
 difference in steps to the threshold with its interval, and the smallest difference the baseline's
-spread lets the protocol detect; a performance profile of final success (PNG).
+spread lets the protocol detect; a performance profile of final success (PNG). Diagnostics per arm: the
+human's share of online steps per quarter of the budget, and the share of online episodes the exploring
+(sampling) policy won with no human step, per half: what the learner gets to learn from on its own.
 
 Profiles live in configs/bench/ (`state`: 39-dim state observations, CPU-sized; `image`: cameras +
 proprioception through a frozen pixel encoder, docs/vision.md; all three arms, the world model
@@ -103,6 +105,14 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
         sel = [(i, n) for s, i, n in eps if lo * budget < s <= hi * budget]
         return sum(i for i, _ in sel) / sum(n for _, n in sel) if sel else None
 
+    # what the exploring policy collects: the online episodes it won with no human step, per half of the budget
+    won = [(r["step"], r["episode/success"] > 0 and r["episode/interventions"] == 0) for r in rows
+           if "episode/success" in r]
+
+    def wins(lo: float, hi: float) -> float | None:
+        sel = [w for s, w in won if lo * budget < s <= hi * budget]
+        return float(np.mean(sel)) if sel else None
+
     last = {k: v for r in rows for k, v in r.items() if k.startswith("wm/success_")}
     mean = lambda xs: float(np.mean(xs)) if xs else None  # noqa: E731
     total = lambda key: sum(r.get(key, 0.0) for r in rows)  # noqa: E731
@@ -111,6 +121,8 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
         "synthetic_share": mean([v for _, v in share]),
         "synthetic_share_competent": mean([v for s, v in share if t_comp is not None and s >= t_comp]),
         **{f"human_q{q + 1}": human(q / 4, (q + 1) / 4) for q in range(4)},
+        "wins_h1": wins(0.0, 0.5),
+        "wins_h2": wins(0.5, 1.0),
         "success_precision": last.get("wm/success_precision"),
         "success_recall": last.get("wm/success_recall"),
         # the success pool's supply: the share of written synthetic episodes that end on a predicted success
@@ -245,7 +257,8 @@ def summarise(
     steps_to_col = f"steps to {100 * threshold:.0f} % (per seed)"
     cols = ("arm", "success at 0", "final success", "final IQM [95 % CI]", "AUC IQM [95 % CI]", steps_to_col,
             "mean steps", "steps vs off", "synthetic share",
-            "once competent", "human per quarter", "success head P/R", "synthetic successes", "vetoed",
+            "once competent", "human per quarter", "won alone, 1st / 2nd half", "success head P/R",
+            "synthetic successes", "vetoed",
             "train s/run")
     for col in cols:
         table.add_column(col, justify="right")
@@ -276,6 +289,7 @@ def summarise(
             _pct([d["synthetic_share"] for d in diags[arm].values()]),
             _pct([d["synthetic_share_competent"] for d in diags[arm].values()]),
             " / ".join(_pct([d.get(f"human_q{q}") for d in diags[arm].values()]) for q in range(1, 5)),
+            " / ".join(_pct([d.get(f"wins_h{h}") for d in diags[arm].values()]) for h in (1, 2)),
             _pct([d["success_precision"] for d in diags[arm].values()])
             + " / " + _pct([d["success_recall"] for d in diags[arm].values()]),
             _pct([d.get("synthetic_successes") for d in diags[arm].values()]),

@@ -111,3 +111,27 @@ def test_ensemble_actor_exports_like_the_twin(tmp_path):
     actor = load_actor(tmp_path)
     obs = {"proprio": np.array([0.1, -0.2, 0.3], np.float32)}
     np.testing.assert_allclose(actor.act(obs), a.act(obs), atol=1e-5)
+
+
+@pytest.mark.parametrize("critic", ["mlp", "rllib"])
+@pytest.mark.parametrize("actor_q", ["mean", "min"])
+def test_the_actor_climbs_the_ensembles_mean_or_its_minimum(critic, actor_q):
+    from ray.rllib.core.columns import Columns
+
+    a = agent(5, critic, actor_q=actor_q)
+    module = a.group._learner.module["default_policy"]
+    b = batch()
+    obs = torch.as_tensor(b["obs/proprio"])
+    fwd = {Columns.OBS: obs, Columns.NEXT_OBS: torch.as_tensor(b["next_obs/proprio"]),
+           Columns.ACTIONS: torch.as_tensor(b["action"])}
+    torch.manual_seed(1)
+    out = module._forward_train_continuous(fwd)
+    torch.manual_seed(1)  # the same resampled actions: the actor's are drawn first
+    logits = module.pi(module.pi_encoder({Columns.OBS: obs})["encoder_out"])
+    actions = module.get_train_action_dist_cls().from_logits(logits).rsample()
+    q = module._all_q({Columns.OBS: obs, Columns.ACTIONS: actions}).detach()
+    assert q.shape == (5, B) and q.std(0).min() > 0  # five critics that disagree
+    want = q.min(0).values if actor_q == "min" else q.mean(0)
+    torch.testing.assert_close(out["q_curr"].detach(), want)
+    torch.testing.assert_close(module.compute_q_values({Columns.OBS: obs, Columns.ACTIONS: actions}).detach(),
+                               q.mean(0))  # PPL's probes read the mean either way
