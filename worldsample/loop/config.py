@@ -99,7 +99,7 @@ class LoopConfig(BaseModel):
         1.0, gt=0.0, le=1.0, description="with explore: the robot samples with the policy's spread (before the tanh "
         "squash) times this; the learner's policy and its entropy target are unchanged. Below 1 the arm strays "
         "less from the policy's mean; at 0.5 the default human's share of the state profile's runs moved by only "
-        "0-7 points (docs/results.md)")
+        "0-7 points, at 0.3 and 0.1 final success fell by 30-50 points (docs/results.md)")
     max_lag_steps: int | None = Field(
         300, ge=0, description="robot=bridge: an unattended episode starts only while the newest policy was trained "
         "on all but at most this many committed real steps (the bridge's episode.max_policy_lag_steps), so the "
