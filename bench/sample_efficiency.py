@@ -106,7 +106,7 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
         return sum(i for i, _ in sel) / sum(n for _, n in sel) if sel else None
 
     # what the exploring policy collects: the online episodes it won with no human step, per half of the budget
-    won = [(r["step"], r["episode/success"] > 0 and r["episode/interventions"] == 0) for r in rows
+    won = [(r["step"], r["episode/success"] > 0 and not r.get("episode/interventions", 0)) for r in rows
            if "episode/success" in r]
 
     def wins(lo: float, hi: float) -> float | None:

@@ -30,7 +30,8 @@ class LearnerConfig(BaseModel):
     )
     actor_q: Literal["mean", "min"] = Field(
         "mean", description="with critics > 2, the Q the actor climbs: the ensemble's mean (RLPD) or its minimum "
-        "(SAC-N's pessimism, against an actor that chases the critics' errors off the demonstrated actions). Without "
+        "(SAC-N's pessimism, against an actor that chases the critics' errors off the demonstrated actions); with 2, "
+        "RLlib's twin always takes the minimum. Without "
         "a human the minimum lost as much of the behaviour-cloned policy as the mean; with one it drove 9-14 points "
         "less of each quarter and ended 5 points lower (IQM, 5 seeds; docs/results.md)")
     gamma: float = Field(
