@@ -23,6 +23,18 @@ def random_tensors(cfg, seed=0):
     return t
 
 
+def test_obs_clip_bounds_what_the_trunk_sees():
+    with pytest.raises(ValueError, match="obs_clip needs obs_normalization"):
+        config(obs_clip=5.0)
+    cfg = config(obs_normalization=True, obs_clip=1.0)
+    t = {**random_tensors(cfg), "obs_mean": np.zeros(43, np.float32), "obs_std": np.ones(43, np.float32)}
+    near = {"proprio": np.full(4, 1.0, np.float32), "state": np.full(39, -1.0, np.float32)}
+    far = {"proprio": np.full(4, 50.0, np.float32), "state": np.full(39, -50.0, np.float32)}
+    actor = NumpyActor(cfg, t)
+    np.testing.assert_array_equal(actor.act(far), actor.act(near))
+    assert not np.array_equal(NumpyActor(config(obs_normalization=True), t).act(far), actor.act(near))
+
+
 def test_publish_load_latest(tmp_path):
     reg = PolicyRegistry(tmp_path)
     assert reg.latest_version() is None
@@ -37,13 +49,14 @@ def test_publish_load_latest(tmp_path):
     assert not list((tmp_path / "policies").glob(".tmp-*"))
 
 
-@pytest.mark.parametrize("norm", [False, True])
+@pytest.mark.parametrize("norm", [False, True, "clip"])
 @pytest.mark.parametrize("act", ["relu", "tanh", "elu", "silu"])
 def test_numpy_actor_matches_torch(tmp_path, norm, act):
     torch = pytest.importorskip("torch")
     from worldsample.policy.actor import MLPActor
 
-    cfg = config(obs_normalization=norm, activation=act, action_low=[-1, -2, 0, -1], action_high=[1, 2, 1, 3])
+    cfg = config(obs_normalization=bool(norm), obs_clip=0.3 if norm == "clip" else None, activation=act,
+                 action_low=[-1, -2, 0, -1], action_high=[1, 2, 1, 3])
     actor = MLPActor(cfg)
     if norm:
         actor.obs_std.fill_(2.0)

@@ -47,6 +47,13 @@ class LearnerConfig(BaseModel):
         "each block, counted over the run); the critics step on every one. RLPD and SERL update the actor once per "
         "real step whatever the update-to-data ratio: actor_every = utd. At utd 4, actor_every 4 lowered final success "
         "on the state profile (docs/results.md)")
+    obs_norm: bool = Field(
+        False, description="actor and critics see (x - mean) / std, the demonstrations' statistics per observation "
+        "dimension (std at least obs_norm_min_std), clipped to +-obs_clip; the exported policy carries them")
+    obs_norm_min_std: float = Field(
+        0.05, gt=0.0, description="with obs_norm: the floor of each dimension's std, so a dimension the "
+        "demonstrations hardly move (a puck's orientation) is not blown up where the robot moves it")
+    obs_clip: float = Field(5.0, gt=0.0, description="with obs_norm: the normalised observation's bound")
     n_step: int = Field(1, ge=1)
     lr: float = Field(3e-4, gt=0.0)
     tau: float = Field(0.005, gt=0.0, le=1.0)

@@ -19,7 +19,9 @@ def actor_policy(
     low: np.ndarray,
     high: np.ndarray,
     source: dict[str, Any] | None = None,
+    obs_norm: tuple[np.ndarray, np.ndarray, float] | None = None,
 ) -> tuple[PolicyConfig, dict[str, np.ndarray]]:
+    """`obs_norm`: (mean, std, clip) the learner normalised observations with (learner.obs_norm), or None."""
     stride = 3 if layer_norm else 2  # Linear[, LayerNorm], ReLU
     out: dict[str, np.ndarray] = {}
     for i in range(len(hidden)):
@@ -32,6 +34,8 @@ def actor_policy(
     a = len(low)
     out["mean.weight"], out["mean.bias"] = w[:a], b[:a]
     out["log_std.weight"], out["log_std.bias"] = w[a:], b[a:]
+    if obs_norm is not None:
+        out["obs_mean"], out["obs_std"] = obs_norm[0], obs_norm[1]
     cfg = PolicyConfig(
         obs=[ObsInput(key=k, dim=d) for k, d in obs_dims.items()],
         action_dim=a,
@@ -42,13 +46,21 @@ def actor_policy(
         layer_norm=layer_norm,
         layer_norm_eps=1e-3,  # RLlib's TorchMLP LayerNorm
         stochastic=True,
+        obs_normalization=obs_norm is not None,
+        obs_clip=float(obs_norm[2]) if obs_norm is not None else None,
         source=source or {},
     )
     return cfg, {k: np.ascontiguousarray(v, np.float32) for k, v in out.items()}
 
 
+def agent_policy(agent, obs_dims: dict[str, int], source: dict[str, Any] | None = None):
+    """(config, tensors) of a SACAgent's current actor, with its observation statistics when it has them."""
+    norm = (agent.obs_mean, agent.obs_std, agent.cfg.obs_clip) if agent.obs_mean is not None else None
+    return actor_policy(agent.actor_tensors(), obs_dims, agent.cfg.hidden, agent.cfg.layer_norm,
+                        agent.action_space.low, agent.action_space.high, source, obs_norm=norm)
+
+
 def export_actor(agent, run_dir, obs_dims: dict[str, int], source: dict[str, Any] | None = None) -> int:
     """Publish the agent's current actor as the next policy version; returns the version."""
-    cfg, tensors = actor_policy(agent.actor_tensors(), obs_dims, agent.cfg.hidden, agent.cfg.layer_norm,
-                                agent.action_space.low, agent.action_space.high, source)
+    cfg, tensors = agent_policy(agent, obs_dims, source)
     return PolicyRegistry(run_dir).publish(cfg, tensors)

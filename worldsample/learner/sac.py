@@ -278,6 +278,24 @@ class SACAgent:
         self.group = algo.build_learner_group()
         self.updates = 0
         self._actor_frozen = False
+        self.obs_mean: np.ndarray | None = None  # learner.obs_norm: set by set_obs_stats before any update
+        self.obs_std: np.ndarray | None = None
+
+    def set_obs_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
+        """learner.obs_norm: from now on every observation the networks see is (x - mean) / std, clipped
+        to +-obs_clip (std floored at obs_norm_min_std here)."""
+        mean, std = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+        if mean.shape != (self.obs_space.shape[0],) or std.shape != mean.shape:
+            raise ValueError(f"observation statistics of shape {mean.shape}/{std.shape}, "
+                             f"the learner's observation has {self.obs_space.shape[0]} dimensions")
+        if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+            raise ValueError("observation statistics must be finite")
+        self.obs_mean, self.obs_std = mean, np.maximum(std, np.float32(self.cfg.obs_norm_min_std))
+
+    def _norm(self, x: np.ndarray) -> np.ndarray:
+        if self.obs_mean is None:
+            return x
+        return np.clip((x - self.obs_mean) / self.obs_std, -self.cfg.obs_clip, self.cfg.obs_clip).astype(np.float32)
 
     @staticmethod
     def _module_args(cfg: LearnerConfig) -> dict:
@@ -346,8 +364,8 @@ class SACAgent:
             extra["actor_step"] = np.full(n, (index + 1) % self.cfg.actor_every == 0, np.float32)
         return SampleBatch(
             {
-                "obs": flatten_obs(batch, self.cfg.obs_keys),
-                "new_obs": flatten_obs(batch, self.cfg.obs_keys, "next_obs/"),
+                "obs": self._norm(flatten_obs(batch, self.cfg.obs_keys)),
+                "new_obs": self._norm(flatten_obs(batch, self.cfg.obs_keys, "next_obs/")),
                 "actions": batch["action"].astype(np.float32),
                 "rewards": batch["reward"].astype(np.float32),
                 "terminateds": batch["done"].astype(bool),
@@ -363,18 +381,18 @@ class SACAgent:
         """Behaviour-clone the actor before online learning; returns the final losses."""
         return self._on_learner(
             lambda learner, o, a: learner.bc_pretrain(o, a, steps, self.cfg.batch_size, self.cfg.seed),
-            o=obs.astype(np.float32),
+            o=self._norm(obs.astype(np.float32)),
             a=actions.astype(np.float32),
         )
 
     def q_values(self, batch: Batch) -> np.ndarray:
-        obs = flatten_obs(batch, self.cfg.obs_keys)
+        obs = self._norm(flatten_obs(batch, self.cfg.obs_keys))
         return self._on_learner(
             lambda learner, o, a: learner.ppl_q_values(o, a), o=obs, a=batch["action"].astype(np.float32)
         )
 
     def entropy(self, batch: Batch) -> float:
-        obs = flatten_obs(batch, self.cfg.obs_keys)
+        obs = self._norm(flatten_obs(batch, self.cfg.obs_keys))
         return self._on_learner(lambda learner, o: learner.ppl_entropy(o), o=obs)
 
     def actor_tensors(self) -> dict[str, np.ndarray]:
@@ -382,7 +400,7 @@ class SACAgent:
 
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         """Deterministic action for one observation dict (evaluation)."""
-        x = np.concatenate([np.asarray(obs[k], np.float32).reshape(-1) for k in self.cfg.obs_keys])[None]
+        x = self._norm(np.concatenate([np.asarray(obs[k], np.float32).reshape(-1) for k in self.cfg.obs_keys])[None])
         return self._on_learner(lambda learner, o: learner.deterministic_actions(o), o=x)[0]
 
 

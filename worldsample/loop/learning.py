@@ -68,6 +68,8 @@ class Learning:
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
                                 entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)),
                                 successes=self.successes)
+        if loop.learner.obs_norm:
+            self._set_obs_stats()
         self._synthetic_reader = None
         self._success_trained_at = 0  # real episodes the success classifier was last trained with
         self._success_retrains = 0
@@ -134,22 +136,32 @@ class Learning:
         self._success_retrains += 1
         return {**metrics, "vision/success_retrains": float(self._success_retrains)}
 
-    def pretrain(self) -> dict[str, float]:
-        """The algorithm's warm start on every demo transition (behaviour cloning for SAC)."""
+    def _demo_steps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(flattened observations, actions) of every committed demo step."""
         from worldsample.learner.sac import flatten_obs
 
-        self.demo.refresh()
-        if not self.loop.learner.bc_pretrain_steps or not self.demo.num_transitions:
-            return {}
         reader = self.demo.reader
         if self.encoder is not None:  # `latent` exists only in the reader's cache (every committed demo step)
             c = reader.cache
-            obs = flatten_obs({f"obs/{k}": c.view(k) for k in self.keys}, self.keys)
-            actions = c.view("action").copy()
-        else:
-            eps = [reader.episode(e) for e in range(reader.num_episodes)]
-            obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
-            actions = np.concatenate([ep["action"] for ep in eps])
+            return flatten_obs({f"obs/{k}": c.view(k) for k in self.keys}, self.keys), c.view("action").copy()
+        eps = [reader.episode(e) for e in range(reader.num_episodes)]
+        obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
+        return obs, np.concatenate([ep["action"] for ep in eps])
+
+    def _set_obs_stats(self) -> None:
+        """learner.obs_norm: the demonstrations' per-dimension mean and std, fixed for the run."""
+        self.demo.refresh()
+        if not self.demo.num_transitions:
+            raise ValueError("learner.obs_norm needs demonstrations to take the observation statistics from")
+        obs, _ = self._demo_steps()
+        self.agent.set_obs_stats(obs.mean(0), obs.std(0))
+
+    def pretrain(self) -> dict[str, float]:
+        """The algorithm's warm start on every demo transition (behaviour cloning for SAC)."""
+        self.demo.refresh()
+        if not self.loop.learner.bc_pretrain_steps or not self.demo.num_transitions:
+            return {}
+        obs, actions = self._demo_steps()
         losses = self.algorithm.pretrain(obs, actions)
         return {
             **{f"pretrain/{k}": v for k, v in losses.items()},
@@ -166,18 +178,17 @@ class Learning:
         if self.encoder is None:
             return export_actor(self.agent, self.run_dir, self.obs_dims, source=source)
         # the image profile: policy.onnx (frozen encoder + actor) for onnxruntime, beside the usual files
-        from worldsample.learner.export import actor_policy
+        from worldsample.learner.export import agent_policy
         from worldsample.policy.onnx_export import publish_vision_policy
 
-        a = self.agent
-        cfg, tensors = actor_policy(a.actor_tensors(), self.obs_dims, a.cfg.hidden, a.cfg.layer_norm,
-                                    a.action_space.low, a.action_space.high, source)
+        cfg, tensors = agent_policy(self.agent, self.obs_dims, source)
         return publish_vision_policy(self.run_dir, self.encoder, cfg, tensors, latent_key=LATENT_KEY)
 
     def state(self) -> dict:
         return {"learner": self.agent.group.get_state(), "mixer": self.mixer.state(),
                 "updates": self.agent.updates, "rng": self.rng.bit_generator.state,
-                "success_trained_at": self._success_trained_at, "success_retrains": self._success_retrains}
+                "success_trained_at": self._success_trained_at, "success_retrains": self._success_retrains,
+                "obs_stats": None if self.agent.obs_mean is None else [self.agent.obs_mean, self.agent.obs_std]}
 
     def load_state(self, st: dict) -> None:
         self.agent.group.set_state(st["learner"])
@@ -185,5 +196,7 @@ class Learning:
         self.rng.bit_generator.state = st["rng"]
         self._success_trained_at = int(st.get("success_trained_at", 0))
         self._success_retrains = int(st.get("success_retrains", 0))
+        if st.get("obs_stats") is not None:  # the run's own statistics, even if demos were added since
+            self.agent.set_obs_stats(*(np.asarray(x, np.float32) for x in st["obs_stats"]))
         if st.get("mixer"):
             self.mixer.load_state(st["mixer"])

@@ -34,6 +34,8 @@ class MLPActor(nn.Module):
         """The trunk's output h for observations x (normalised first when the config says so)."""
         if self.config.obs_normalization:
             x = (x - self.obs_mean) / self.obs_std
+            if self.config.obs_clip is not None:
+                x = x.clamp(-self.config.obs_clip, self.config.obs_clip)
         act = _ACT[self.config.activation]
         for i, layer in enumerate(self.trunk):
             x = layer(x)

@@ -4,7 +4,8 @@ Tensor names in actor.safetensors (float32): `trunk.<i>.weight` (out, in) and `t
 for each hidden layer, with `layer_norm` also `norm.<i>.weight` and `norm.<i>.bias` (out,)
 applied before the activation; `mean.weight` (action_dim, last hidden) and `mean.bias`; with
 `stochastic` also `log_std.weight` and `log_std.bias` of the same shapes; and, when
-`obs_normalization` is set, `obs_mean` and `obs_std` (obs_dim,). The action is
+`obs_normalization` is set, `obs_mean` and `obs_std` (obs_dim,): the concatenated observation becomes
+(x - obs_mean) / obs_std, clipped to [-obs_clip, obs_clip] when `obs_clip` is set. The action is
 `low + (tanh(u) + 1) / 2 * (high - low)`, h the trunk output over the concatenated observation
 keys in `obs` order, u = mean(h) (deterministic) or mean(h) + exp(clip(log_std(h), -5, 2)) * N(0, 1)
 when a stochastic policy explores (SAC's tanh-squashed Gaussian, as RLlib computes it).
@@ -39,6 +40,7 @@ class PolicyConfig(BaseModel):
     action_low: list[float]
     action_high: list[float]
     obs_normalization: bool = False
+    obs_clip: float | None = Field(None, gt=0.0, description="with obs_normalization: clip the normalised observation")
     layer_norm: bool = False
     layer_norm_eps: float = Field(1e-3, gt=0.0)
     stochastic: bool = Field(False, description="has a log_std head: can sample exploratory actions")
@@ -53,6 +55,8 @@ class PolicyConfig(BaseModel):
             raise ValueError("action_low must be below action_high")
         if any(h <= 0 for h in self.hidden):
             raise ValueError("hidden sizes must be positive")
+        if self.obs_clip is not None and not self.obs_normalization:
+            raise ValueError("obs_clip needs obs_normalization")
         if len({o.key for o in self.obs}) != len(self.obs):
             raise ValueError("observation keys repeat")
         return self

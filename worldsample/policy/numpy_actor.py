@@ -46,6 +46,8 @@ class NumpyActor:
         x = np.concatenate([np.asarray(obs[o.key], np.float32).reshape(-1) for o in self.config.obs])
         if self._norm is not None:
             x = (x - self._norm[0]) / self._norm[1]
+            if self.config.obs_clip is not None:
+                x = np.clip(x, -self.config.obs_clip, self.config.obs_clip)
         for i, (w, b) in enumerate(self._layers):
             x = w @ x + b
             if self._norms is not None:
