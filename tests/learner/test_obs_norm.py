@@ -1,5 +1,6 @@
-"""learner.obs_norm: actor and critics see the demonstrations' standardised observations, clipped,
-and the exported policy carries the statistics, so the robot's actor computes what the learner's does."""
+"""learner.obs_norm: actor and critics (`all`) or the critics only (`critics`) see the demonstrations'
+standardised observations, clipped; with `all` the exported policy carries the statistics, so the
+robot's actor computes what the learner's does."""
 
 import gymnasium as gym
 import numpy as np
@@ -18,10 +19,10 @@ MEAN = np.array([0.5, 0.7, -0.2], np.float32)
 STD = np.array([0.05, 0.01, 2.0], np.float32)  # the middle one below the floor
 
 
-def agent(**kw):
+def agent(stats=None, **kw):
     torch.manual_seed(0)
     cfg = LearnerConfig(obs_keys=["proprio"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0, **kw)
-    return sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+    return sac.SACAgent(cfg, 3, gym.spaces.Box(-1, 1, (2,), np.float32), obs_stats=stats)
 
 
 def by_hand(x: np.ndarray) -> np.ndarray:
@@ -45,8 +46,7 @@ def normalised(b: dict) -> dict:
 
 
 def test_the_networks_see_the_clipped_standardised_observation_and_the_export_carries_it(tmp_path):
-    norm, plain = agent(obs_norm=True), agent()
-    norm.set_obs_stats(MEAN, STD)
+    norm, plain = agent((MEAN, STD), obs_norm="all"), agent()
     for seed in range(3):  # the same steps: one agent on raw batches, the other on batches normalised by hand
         torch.manual_seed(seed)
         norm.update(batch(seed))
@@ -73,12 +73,36 @@ def test_without_obs_norm_nothing_is_normalised_or_exported(tmp_path):
     assert not load_actor(tmp_path).config.obs_normalization
 
 
-def test_bad_statistics_are_refused():
-    a = agent(obs_norm=True)
+@pytest.mark.parametrize("critics", [2, 4])
+def test_with_critics_only_the_critics_see_the_standardised_observation_and_their_state_keeps_it(tmp_path, critics):
+    norm, plain = agent((MEAN, STD), obs_norm="critics", critics=critics), agent(critics=critics)
+    probe = batch(9)
+    np.testing.assert_allclose(norm.q_values(probe), plain.q_values(normalised(probe)), atol=1e-5)
+    x = MEAN + STD * 3
+    np.testing.assert_allclose(norm.act({"proprio": x}), plain.act({"proprio": x}), atol=1e-6)  # the actor: raw
+    for seed in range(2):
+        norm.update(batch(seed))
+    export_actor(norm, tmp_path, {"proprio": 3})
+    actor = load_actor(tmp_path)
+    assert not actor.config.obs_normalization
+    np.testing.assert_allclose(actor.act({"proprio": x}), norm.act({"proprio": x}), atol=1e-5)
+
+    # a resumed learner built from other statistics takes the run's own back with the module's state
+    resumed = agent((MEAN + 1.0, STD * 3), obs_norm="critics", critics=critics)
+    assert not np.allclose(resumed.q_values(probe), norm.q_values(probe), atol=1e-3)
+    resumed.group.set_state(norm.group.get_state())
+    np.testing.assert_allclose(resumed.q_values(probe), norm.q_values(probe), atol=1e-6)
+
+
+def test_bad_statistics_and_settings_are_refused():
+    with pytest.raises(ValueError, match="needs the observation statistics"):
+        agent(obs_norm="all")
     with pytest.raises(ValueError, match="3 dimensions"):
-        a.set_obs_stats(np.zeros(4), np.ones(4))
+        agent((np.zeros(4), np.ones(4)), obs_norm="critics")
     with pytest.raises(ValueError, match="finite"):
-        a.set_obs_stats(np.zeros(3), np.array([1.0, np.nan, 1.0]))
+        agent((np.zeros(3), np.array([1.0, np.nan, 1.0])), obs_norm="all")
+    with pytest.raises(ValueError, match="critic: mlp"):
+        LearnerConfig(obs_norm="critics", critic="rllib")
 
 
 def _loop(**learner) -> LoopConfig:
@@ -97,14 +121,14 @@ def test_the_run_takes_the_statistics_from_its_demos_and_a_resume_keeps_them(tmp
             w.append_episode(ep)
     demo = np.concatenate([ep["proprio"] for ep in episodes])
     low, high = -np.ones(2, np.float32), np.ones(2, np.float32)
-    first = Learning(tmp_path, _loop(obs_norm=True), {"proprio": 3}, low, high)
+    first = Learning(tmp_path, _loop(obs_norm="all"), {"proprio": 3}, low, high)
     np.testing.assert_allclose(first.agent.obs_mean, demo.mean(0), rtol=1e-5)
     np.testing.assert_allclose(first.agent.obs_std, np.maximum(demo.std(0), 0.05), rtol=1e-5)
     state = first.state()
 
     with store.writer("demo") as w:  # a demo recorded after the run began does not move its statistics
         w.append_episode({**make_episode(3, 12), "proprio": np.full((12, 3), 40.0, np.float32)})
-    resumed = Learning(tmp_path, _loop(obs_norm=True), {"proprio": 3}, low, high)
+    resumed = Learning(tmp_path, _loop(obs_norm="all"), {"proprio": 3}, low, high)
     assert not np.allclose(resumed.agent.obs_mean, first.agent.obs_mean)
     resumed.load_state(state)
     np.testing.assert_array_equal(resumed.agent.obs_mean, first.agent.obs_mean)

@@ -47,9 +47,10 @@ class LearnerConfig(BaseModel):
         "each block, counted over the run); the critics step on every one. RLPD and SERL update the actor once per "
         "real step whatever the update-to-data ratio: actor_every = utd. At utd 4, actor_every 4 lowered final success "
         "on the state profile (docs/results.md)")
-    obs_norm: bool = Field(
-        False, description="actor and critics see (x - mean) / std, the demonstrations' statistics per observation "
-        "dimension (std at least obs_norm_min_std), clipped to +-obs_clip; the exported policy carries them")
+    obs_norm: Literal["off", "all", "critics"] = Field(
+        "off", description="standardise observations by the demonstrations' mean and std per dimension (std at "
+        "least obs_norm_min_std), clipped to +-obs_clip: `all`: actor and critics (the exported policy carries the "
+        "statistics); `critics`: the critics only (critic: mlp), the actor keeps the raw observation")
     obs_norm_min_std: float = Field(
         0.05, gt=0.0, description="with obs_norm: the floor of each dimension's std, so a dimension the "
         "demonstrations hardly move (a puck's orientation) is not blown up where the robot moves it")
@@ -106,6 +107,8 @@ class LearnerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _subset_fits(self) -> LearnerConfig:
+        if self.obs_norm == "critics" and self.critic != "mlp":
+            raise ValueError("obs_norm: critics needs critic: mlp (RLlib's own critic takes the actor's input)")
         if self.target_subset > self.critics:
             raise ValueError(f"target_subset ({self.target_subset}) cannot exceed critics ({self.critics})")
         if self.num_learners and self.bc_pretrain_steps:

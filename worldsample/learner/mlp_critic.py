@@ -30,10 +30,27 @@ class MLPCriticSACCatalog(SACCatalog):
 
 
 class _ConcatCritic:
-    """Feeds [obs, action] to the critic's MLP encoder (RLlib's helper hands it the two apart)."""
+    """Feeds [obs, action] to the critic's MLP encoder (RLlib's helper hands it the two apart). With
+    `critic_obs_norm` ([mean, std, clip] in the model config, learner.obs_norm: critics) the critics see
+    the observation standardised and clipped, the actor the raw one; the statistics are buffers, so they
+    travel with the module's state (checkpoints, remote learners)."""
+
+    def setup(self):
+        super().setup()
+        norm = self.model_config.get("critic_obs_norm")
+        self._critic_clip = float(norm[2]) if norm else None
+        if norm:
+            self.register_buffer("critic_obs_mean", torch.tensor(norm[0], dtype=torch.float32))
+            self.register_buffer("critic_obs_std", torch.tensor(norm[1], dtype=torch.float32))
+
+    def _critic_input(self, batch: dict[str, Any]) -> torch.Tensor:
+        obs = batch[Columns.OBS]
+        if self._critic_clip is not None:
+            obs = ((obs - self.critic_obs_mean) / self.critic_obs_std).clamp(-self._critic_clip, self._critic_clip)
+        return torch.cat([obs, batch[Columns.ACTIONS]], dim=-1)
 
     def _qf_forward_train_helper(self, batch: dict[str, Any], encoder, head, squeeze: bool = True) -> torch.Tensor:
-        x = torch.cat([batch[Columns.OBS], batch[Columns.ACTIONS]], dim=-1)
+        x = self._critic_input(batch)
         out = head(encoder({Columns.OBS: x})[ENCODER_OUT])
         return out.squeeze(-1) if squeeze else out
 
@@ -99,5 +116,5 @@ class MLPCriticEnsembleModule(_ConcatCritic, EnsembleSACTorchRLModule):
     def _extra_q(self, batch: dict, target: bool, members: list[int] | None = None,
                  squeeze: bool = True) -> torch.Tensor:
         net = self.target_qf_extra if target else self.qf_extra
-        out = net(torch.cat([batch[Columns.OBS], batch[Columns.ACTIONS]], dim=-1), members)
+        out = net(self._critic_input(batch), members)
         return out.squeeze(-1) if squeeze else out

@@ -238,11 +238,18 @@ def flatten_obs(batch: Batch, keys: list[str], prefix: str = "obs/") -> np.ndarr
 class SACAgent:
     """One SAC learner (local, or a group of remote Ray learners) behind a small numpy API."""
 
-    def __init__(self, cfg: LearnerConfig, obs_dim: int, action_space: gym.spaces.Box, rllib_reference: bool = False):
+    def __init__(self, cfg: LearnerConfig, obs_dim: int, action_space: gym.spaces.Box, rllib_reference: bool = False,
+                 obs_stats: tuple[np.ndarray, np.ndarray] | None = None):
         """`rllib_reference`: RLlib's own per-optimiser backward passes, Adam and target updates instead of
-        fast_update.py's (the same weights; for comparing them)."""
+        fast_update.py's (the same weights; for comparing them). `obs_stats`: (mean, std) per observation
+        dimension, which learner.obs_norm needs."""
         self.cfg = cfg
         self.obs_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+        self.obs_mean: np.ndarray | None = None  # learner.obs_norm: all; what the numpy side normalises with
+        self.obs_std: np.ndarray | None = None
+        stats = None if cfg.obs_norm == "off" else self._checked_stats(obs_stats)
+        if cfg.obs_norm == "all":
+            self.obs_mean, self.obs_std = stats
         self.action_space = action_space
         if cfg.target_entropy is not None:
             self.target_entropy = cfg.target_entropy
@@ -264,7 +271,7 @@ class SACAgent:
                 twin_q=True,
                 train_batch_size_per_learner=cfg.batch_size,
             )
-            .rl_module(**self._module_args(cfg))
+            .rl_module(**self._module_args(cfg, stats if cfg.obs_norm == "critics" else None))
             .learners(
                 num_learners=cfg.num_learners,
                 num_gpus_per_learner=cfg.num_gpus_per_learner,
@@ -278,19 +285,22 @@ class SACAgent:
         self.group = algo.build_learner_group()
         self.updates = 0
         self._actor_frozen = False
-        self.obs_mean: np.ndarray | None = None  # learner.obs_norm: set by set_obs_stats before any update
-        self.obs_std: np.ndarray | None = None
 
-    def set_obs_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
-        """learner.obs_norm: from now on every observation the networks see is (x - mean) / std, clipped
-        to +-obs_clip (std floored at obs_norm_min_std here)."""
-        mean, std = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    def _checked_stats(self, stats) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, std floored at obs_norm_min_std) as float32, or a ValueError that says what is wrong."""
+        if stats is None:
+            raise ValueError(f"learner.obs_norm: {self.cfg.obs_norm} needs the observation statistics (obs_stats)")
+        mean, std = (np.asarray(x, np.float32) for x in stats)
         if mean.shape != (self.obs_space.shape[0],) or std.shape != mean.shape:
             raise ValueError(f"observation statistics of shape {mean.shape}/{std.shape}, "
                              f"the learner's observation has {self.obs_space.shape[0]} dimensions")
         if not (np.isfinite(mean).all() and np.isfinite(std).all()):
             raise ValueError("observation statistics must be finite")
-        self.obs_mean, self.obs_std = mean, np.maximum(std, np.float32(self.cfg.obs_norm_min_std))
+        return mean, np.maximum(std, np.float32(self.cfg.obs_norm_min_std))
+
+    def set_obs_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
+        """learner.obs_norm: all: the statistics the numpy side normalises with (a resumed run's own)."""
+        self.obs_mean, self.obs_std = self._checked_stats((mean, std))
 
     def _norm(self, x: np.ndarray) -> np.ndarray:
         if self.obs_mean is None:
@@ -298,7 +308,7 @@ class SACAgent:
         return np.clip((x - self.obs_mean) / self.obs_std, -self.cfg.obs_clip, self.cfg.obs_clip).astype(np.float32)
 
     @staticmethod
-    def _module_args(cfg: LearnerConfig) -> dict:
+    def _module_args(cfg: LearnerConfig, critic_stats: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
         model = DefaultModelConfig(
             fcnet_hiddens=cfg.hidden, fcnet_activation="relu", fcnet_use_layernorm=cfg.layer_norm, head_fcnet_hiddens=[]
         )
@@ -313,6 +323,8 @@ class SACAgent:
             spec = RLModuleSpec(module_class=EnsembleSACTorchRLModule)
         extra = ({"num_critics": cfg.critics, "target_subset": cfg.target_subset, "actor_q": cfg.actor_q}
                  if cfg.critics > 2 else {})
+        if critic_stats is not None:  # learner.obs_norm: critics (mlp_critic.py)
+            extra["critic_obs_norm"] = [critic_stats[0].tolist(), critic_stats[1].tolist(), cfg.obs_clip]
         return {"rl_module_spec": spec, "model_config": {**dataclasses.asdict(model), **extra}}
 
     def _on_learner(self, fn, **kwargs):

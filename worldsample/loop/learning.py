@@ -47,8 +47,6 @@ class Learning:
         self.run_dir, self.loop, self.obs_dims = Path(run_dir), loop, obs_dims
         self.store = EpisodeStore(run_dir)
         space = gym.spaces.Box(np.asarray(low), np.asarray(high), dtype=np.float32)
-        self.agent = SACAgent(loop.learner, sum(obs_dims.values()), space)
-        self.algorithm = SACAlgorithm(self.agent, loop.reward, loop.reward_scale)
         self.rng = np.random.default_rng(loop.seed)
         self.keys = [*obs_dims]
         self.encoder, self.success_classifier, self._vision_metrics = None, None, {}
@@ -59,7 +57,11 @@ class Learning:
             if loop.reward == "classifier":  # the reward: its decision on each step's [latent, proprio]
                 self.success_classifier, m = ensure_success_classifier(self.run_dir, loop, self.encoder)
                 self._vision_metrics = {**self._vision_metrics, **m}
-        self.demo = self._sampler(self._reader("demo"))
+        demo = self._reader("demo")
+        stats = self._obs_stats(demo) if loop.learner.obs_norm != "off" else None
+        self.agent = SACAgent(loop.learner, sum(obs_dims.values()), space, obs_stats=stats)
+        self.algorithm = SACAlgorithm(self.agent, loop.reward, loop.reward_scale)
+        self.demo = self._sampler(demo)
         real = self._reader("real")
         self.online = self._sampler(real)
         self.interventions = self._sampler(real, step_key="intervention")
@@ -68,8 +70,6 @@ class Learning:
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,
                                 entropy_min=self.agent.target_entropy, action_dim=int(np.prod(space.shape)),
                                 successes=self.successes)
-        if loop.learner.obs_norm:
-            self._set_obs_stats()
         self._synthetic_reader = None
         self._success_trained_at = 0  # real episodes the success classifier was last trained with
         self._success_retrains = 0
@@ -136,11 +136,10 @@ class Learning:
         self._success_retrains += 1
         return {**metrics, "vision/success_retrains": float(self._success_retrains)}
 
-    def _demo_steps(self) -> tuple[np.ndarray, np.ndarray]:
+    def _demo_steps(self, reader) -> tuple[np.ndarray, np.ndarray]:
         """(flattened observations, actions) of every committed demo step."""
         from worldsample.learner.sac import flatten_obs
 
-        reader = self.demo.reader
         if self.encoder is not None:  # `latent` exists only in the reader's cache (every committed demo step)
             c = reader.cache
             return flatten_obs({f"obs/{k}": c.view(k) for k in self.keys}, self.keys), c.view("action").copy()
@@ -148,20 +147,20 @@ class Learning:
         obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
         return obs, np.concatenate([ep["action"] for ep in eps])
 
-    def _set_obs_stats(self) -> None:
+    def _obs_stats(self, reader) -> tuple[np.ndarray, np.ndarray]:
         """learner.obs_norm: the demonstrations' per-dimension mean and std, fixed for the run."""
-        self.demo.refresh()
-        if not self.demo.num_transitions:
+        reader.refresh()
+        if not reader.num_episodes:
             raise ValueError("learner.obs_norm needs demonstrations to take the observation statistics from")
-        obs, _ = self._demo_steps()
-        self.agent.set_obs_stats(obs.mean(0), obs.std(0))
+        obs, _ = self._demo_steps(reader)
+        return obs.mean(0), obs.std(0)
 
     def pretrain(self) -> dict[str, float]:
         """The algorithm's warm start on every demo transition (behaviour cloning for SAC)."""
         self.demo.refresh()
         if not self.loop.learner.bc_pretrain_steps or not self.demo.num_transitions:
             return {}
-        obs, actions = self._demo_steps()
+        obs, actions = self._demo_steps(self.demo.reader)
         losses = self.algorithm.pretrain(obs, actions)
         return {
             **{f"pretrain/{k}": v for k, v in losses.items()},
@@ -196,7 +195,7 @@ class Learning:
         self.rng.bit_generator.state = st["rng"]
         self._success_trained_at = int(st.get("success_trained_at", 0))
         self._success_retrains = int(st.get("success_retrains", 0))
-        if st.get("obs_stats") is not None:  # the run's own statistics, even if demos were added since
+        if st.get("obs_stats") is not None:  # obs_norm all: the run's own statistics, even if demos came since
             self.agent.set_obs_stats(*(np.asarray(x, np.float32) for x in st["obs_stats"]))
         if st.get("mixer"):
             self.mixer.load_state(st["mixer"])
