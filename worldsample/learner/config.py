@@ -50,9 +50,10 @@ class LearnerConfig(BaseModel):
     obs_norm: Literal["off", "all", "critics"] = Field(
         "off", description="standardise observations by the demonstrations' mean and std per dimension (std at "
         "least obs_norm_min_std), clipped to +-obs_clip: `all`: actor and critics (the exported policy carries the "
-        "statistics); `critics`: the critics only (critic: mlp), the actor keeps the raw observation. State profile, "
-        "5 seeds: `all` made behaviour cloning overfit the demos (2.7x the held-out action error) and lost 31 points "
-        "of final success; `critics` gained 15 without the human and 13 with it (IQM; docs/results.md)")
+        "statistics); `critics`: the critics only (critic: mlp), the actor keeps the raw observation. State "
+        "profile, final success (IQM): `all` made behaviour cloning overfit the demos (2.7x the held-out action "
+        "error) and lost 31 points; `critics` gained 15 without the human (5 seeds, interval -25 to 46) and 2 "
+        "with it (10 seeds, -13 to 15) with a slightly larger human share (docs/results.md)")
     obs_norm_min_std: float = Field(
         0.05, gt=0.0, description="with obs_norm: the floor of each dimension's std, so a dimension the "
         "demonstrations hardly move (a puck's orientation) is not blown up where the robot moves it")
