@@ -94,6 +94,11 @@ class LoopConfig(BaseModel):
         "teaches the policy to avoid finishing); classifier (loop.vision only): the run's success classifier's "
         "decision on each step's [latent, proprio], trained on the demos once after the encoder (docs/vision.md)")
     reward_scale: float = Field(0.1, gt=0.0, description="reward=task: the learner sees the task's reward times this")
+    shaping: Literal["off", "distance"] = Field(
+        "off", description="potential-based shaping added to the reward (loop/shaping.py; no optimal policy changes): "
+        "distance: Phi = -shaping_scale * (hand to object + object to goal, metres) from the simulated arm's "
+        "39-dim state (learner.obs_keys must hold `state`); a real arm has it only with an object tracker")
+    shaping_scale: float = Field(1.0, gt=0.0, description="shaping: the potential's scale (reward per metre to go)")
     explore: bool = Field(True, description="the robot samples from the stochastic policy")
     explore_scale: float = Field(
         1.0, gt=0.0, le=1.0, description="with explore: the robot samples with the policy's spread (before the tanh "
@@ -144,6 +149,13 @@ class LoopConfig(BaseModel):
         description="continual world model; image_keys [] (default) keeps it on vectors, any camera name makes it "
         "train on every camera in the store (minutes per round on CPU)")
     vision: VisionConfig = Field(default_factory=VisionConfig, description="the image profile (pixel encoder)")
+
+    @model_validator(mode="after")
+    def _shaping_reads_the_state(self) -> LoopConfig:
+        if self.shaping == "distance" and "state" not in self.learner.obs_keys:
+            raise ValueError(f"loop.shaping=distance reads the 39-dim task state `state`, which learner.obs_keys "
+                             f"{self.learner.obs_keys} lack: add it or set loop.shaping=off")
+        return self
 
     @model_validator(mode="after")
     def _vision_keeps_the_state_out(self) -> LoopConfig:

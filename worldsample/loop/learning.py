@@ -13,6 +13,7 @@ import numpy as np
 
 from worldsample.learner.algorithm import MeanStats, SACAlgorithm
 from worldsample.loop.config import LATENT_KEY, LoopConfig
+from worldsample.loop.shaping import shape
 from worldsample.ppl.mixer import make_mixer
 from worldsample.store import EpisodeStore, GroupSampler
 
@@ -73,6 +74,11 @@ class Learning:
         self._synthetic_reader = None
         self._success_trained_at = 0  # real episodes the success classifier was last trained with
         self._success_retrains = 0
+        self.potential = None
+        if loop.shaping == "distance":  # potential-based shaping of every learner batch (loop/shaping.py)
+            from worldsample.loop.shaping import DistancePotential
+
+            self.potential = DistancePotential(loop.shaping_scale)
 
     def _reader(self, group: str):
         if self.encoder is None:
@@ -109,6 +115,8 @@ class Learning:
             for _ in range(n):
                 batch = self.mixer.sample(self.rng, cfg.batch_size, cfg.n_step, cfg.gamma,
                                           actor_learning=self.algorithm.actor_learning)
+                if self.potential is not None:
+                    batch = shape(batch, self.potential, cfg.gamma)
                 mixed.add(self.mixer.last)
                 yield batch
 
