@@ -94,11 +94,16 @@ class LoopConfig(BaseModel):
         "teaches the policy to avoid finishing); classifier (loop.vision only): the run's success classifier's "
         "decision on each step's [latent, proprio], trained on the demos once after the encoder (docs/vision.md)")
     reward_scale: float = Field(0.1, gt=0.0, description="reward=task: the learner sees the task's reward times this")
-    shaping: Literal["off", "distance"] = Field(
+    shaping: Literal["off", "distance", "progress"] = Field(
         "off", description="potential-based shaping added to the reward (loop/shaping.py; no optimal policy changes): "
         "distance: Phi = -shaping_scale * (hand to object + object to goal, metres) from the simulated arm's "
-        "39-dim state (learner.obs_keys must hold `state`); a real arm has it only with an object tracker")
-    shaping_scale: float = Field(1.0, gt=0.0, description="shaping: the potential's scale (reward per metre to go)")
+        "39-dim state (learner.obs_keys must hold `state`), which a real arm has only with an object tracker; "
+        "progress: Phi = shaping_scale * V, V regressed from the learner's observation on the successful "
+        "episodes (gamma^(steps still to go)), fitted on the demos and again every shaping_every_episodes")
+    shaping_scale: float = Field(1.0, gt=0.0, description="shaping: the potential's scale (distance: reward per "
+                                 "metre to go; progress: reward for the whole way)")
+    shaping_every_episodes: int = Field(5, ge=1, description="shaping=progress: fit the value again after this "
+                                        "many new real episodes")
     explore: bool = Field(True, description="the robot samples from the stochastic policy")
     explore_scale: float = Field(
         1.0, gt=0.0, le=1.0, description="with explore: the robot samples with the policy's spread (before the tanh "

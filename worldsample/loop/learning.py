@@ -74,11 +74,15 @@ class Learning:
         self._synthetic_reader = None
         self._success_trained_at = 0  # real episodes the success classifier was last trained with
         self._success_retrains = 0
-        self.potential = None
+        self.potential, self._potential_fitted_at = None, None  # real episodes when the progress was fitted
         if loop.shaping == "distance":  # potential-based shaping of every learner batch (loop/shaping.py)
             from worldsample.loop.shaping import DistancePotential
 
             self.potential = DistancePotential(loop.shaping_scale)
+        elif loop.shaping == "progress":
+            from worldsample.loop.shaping import ProgressPotential
+
+            self.potential = ProgressPotential(loop.shaping_scale, loop.learner.gamma, self.keys, seed=loop.seed)
 
     def _reader(self, group: str):
         if self.encoder is None:
@@ -105,7 +109,7 @@ class Learning:
         self._attach_synthetic()
         if self._synthetic_reader is not None:
             self._synthetic_reader.refresh()
-        retrained = self._retrain_success()
+        retrained = {**self._retrain_success(), **self._fit_progress()}
         if self.demo.num_transitions + self.online.num_transitions < self.loop.min_real_for_learning:
             return retrained
         mixed = MeanStats()
@@ -123,6 +127,18 @@ class Learning:
         stats = {**self.algorithm.update(batches(self.algorithm.updates_for(new_real_steps))), **mixed.mean()}
         stats["learner/updates"] = float(self.algorithm.updates)
         return {**stats, **retrained}
+
+    def _fit_progress(self) -> dict[str, float]:
+        """loop.shaping=progress: fit the potential on the successful demo and real episodes, first at the
+        first learn step, then once `shaping_every_episodes` new real episodes came in."""
+        if self.loop.shaping != "progress":
+            return {}
+        episodes = self.online.reader.num_episodes
+        last = self._potential_fitted_at
+        if last is not None and episodes - last < self.loop.shaping_every_episodes:
+            return {}
+        self._potential_fitted_at = episodes
+        return self.potential.fit([self.demo.reader.cache, self.online.reader.cache])
 
     def _retrain_success(self) -> dict[str, float]:
         """loop.vision.success_retrain_every_episodes: once that many real episodes came in since it was

@@ -6,8 +6,8 @@ optimal policy; what it changes is how soon the critic sees which actions make p
 step's reward carries the change in the potential instead of waiting for the success at the end
 of the episode to be bootstrapped back, step by step, through the critic.
 
-The potential is negative before the end (a distance still to go, times a scale), so standing still
-far away earns `(1 - gamma) * |Phi|`, the interest on what reaching the goal pays.
+A negative potential (minus a distance still to go) pays standing still far away `(1 - gamma) * |Phi|`
+per step, the interest on what reaching the goal pays; a positive one (a value) charges it.
 """
 
 from __future__ import annotations
@@ -50,3 +50,80 @@ def shape(batch: Batch, potential: Potential, gamma: float) -> Batch:
     bonus = (gamma ** n) * alive * potential(batch, "next_obs/") - potential(batch, "obs/")
     batch["reward"] = (batch["reward"] + bonus).astype(np.float32)
     return batch
+
+
+def steps_to_go(cache, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(flattened observations, actions still to take until the first success) for every step up to
+    the first success of each cached episode that has one (the operator's label, where there is one,
+    already decides the cache's `success`); episodes with no success give no labels."""
+    from worldsample.learner.sac import flatten_obs
+
+    success = cache.view("success").reshape(-1).astype(bool)
+    rows, to_go = [], []
+    for s, n in zip(cache.ep_start, cache.ep_len):
+        hit = np.flatnonzero(success[s : s + n])
+        if len(hit):
+            f = int(hit[0])
+            rows.append(np.arange(s, s + f + 1))
+            to_go.append(np.arange(f + 1, 0, -1))
+    if not rows:
+        return np.zeros((0, 0), np.float32), np.zeros(0, np.float32)
+    idx = np.concatenate(rows)
+    obs = flatten_obs({f"obs/{k}": cache.view(k)[idx] for k in keys}, keys)
+    return obs, np.concatenate(to_go).astype(np.float32)
+
+
+class ProgressPotential:
+    """Phi(s) = scale * V(s), V regressed on the successful episodes (demos, and real episodes
+    that reached the goal, the human's included): gamma^(actions still to take), the discounted value
+    of the behaviour that succeeded from there. Learned from what a real arm has (its observations and
+    its success signal), so it needs no object tracker; fitted again as new successes come in. Where V is
+    the value of the policy itself, the shaped reward is its TD residual (zero along that behaviour, negative
+    where it falls behind), and the critic is left to learn the advantage; at the success step the shaped
+    reward is 1 - scale * V, since the terminal's potential is 0."""
+
+    def __init__(self, scale: float, gamma: float, keys: list[str], hidden: int = 128, steps: int = 500,
+                 batch: int = 256, seed: int = 0):
+        self.scale, self.gamma, self.keys = scale, gamma, keys
+        self.hidden, self.steps, self.batch, self.seed = hidden, steps, batch, seed
+        self.net = None
+        self.examples = 0
+
+    def fit(self, caches) -> dict[str, float]:
+        """Fit V on every labelled step of these readers' caches; returns the fit's metrics."""
+        import torch
+
+        parts = [steps_to_go(c, self.keys) for c in caches]
+        parts = [p for p in parts if len(p[1])]
+        if not parts:
+            return {}
+        x = torch.from_numpy(np.concatenate([p[0] for p in parts]))
+        y = torch.from_numpy(self.gamma ** np.concatenate([p[1] for p in parts]).astype(np.float32))
+        g = torch.Generator().manual_seed(self.seed + len(y))
+        torch.manual_seed(self.seed + len(y))
+        net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], self.hidden), torch.nn.LayerNorm(self.hidden),
+                                  torch.nn.ReLU(), torch.nn.Linear(self.hidden, self.hidden), torch.nn.ReLU(),
+                                  torch.nn.Linear(self.hidden, 1), torch.nn.Sigmoid())
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        for _ in range(self.steps):
+            i = torch.randint(len(y), (min(self.batch, len(y)),), generator=g)
+            loss = torch.nn.functional.mse_loss(net(x[i]).squeeze(1), y[i])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        self.net = net.eval()
+        self.examples = len(y)
+        with torch.no_grad():
+            mse = float(torch.nn.functional.mse_loss(net(x).squeeze(1), y))
+        return {"shaping/value_mse": mse, "shaping/examples": float(len(y))}
+
+    def __call__(self, batch: Batch, prefix: str) -> np.ndarray:
+        import torch
+
+        from worldsample.learner.sac import flatten_obs
+
+        if self.net is None:
+            return np.zeros(len(batch["reward"]), np.float32)
+        with torch.no_grad():
+            v = self.net(torch.from_numpy(flatten_obs(batch, self.keys, prefix))).squeeze(1).numpy()
+        return (self.scale * v).astype(np.float32)
