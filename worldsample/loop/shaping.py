@@ -37,7 +37,8 @@ class DistancePotential:
     def __call__(self, batch: Batch, prefix: str) -> np.ndarray:
         s = batch[f"{prefix}{self.key}"]
         if s.shape[-1] != self.dim:
-            raise ValueError(f"shaping=distance reads the {self.dim}-dim state from {self.key!r}, got {s.shape[-1]} dims")
+            raise ValueError(
+                f"shaping=distance reads the {self.dim}-dim state from {self.key!r}, got {s.shape[-1]} dims")
         to_go = np.linalg.norm(s[:, self.hand] - s[:, self.obj], axis=1) + np.linalg.norm(
             s[:, self.obj] - s[:, self.goal], axis=1)
         return (-self.scale * to_go).astype(np.float32)
