@@ -68,6 +68,8 @@ def test_config_needs_the_state_for_distance_shaping():
     LoopConfig(shaping="distance")  # the state profile's learner sees `state`
     with pytest.raises(ValidationError, match="shaping=distance"):
         LoopConfig(shaping="distance", learner={"obs_keys": ["proprio"]})
+    with pytest.raises(ValidationError, match="reward=task"):
+        LoopConfig(shaping="progress", reward="task")
 
 
 def _cache(episodes: list[tuple[np.ndarray, np.ndarray]]):

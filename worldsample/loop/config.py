@@ -157,6 +157,10 @@ class LoopConfig(BaseModel):
 
     @model_validator(mode="after")
     def _shaping_reads_the_state(self) -> LoopConfig:
+        if self.shaping != "off" and self.reward == "task":
+            raise ValueError("loop.shaping adds a potential to the sparse success reward; loop.reward=task is "
+                             "already the simulator's shaped reward: set loop.reward=success (or classifier) or "
+                             "loop.shaping=off")
         if self.shaping == "distance" and "state" not in self.learner.obs_keys:
             raise ValueError(f"loop.shaping=distance reads the 39-dim task state `state`, which learner.obs_keys "
                              f"{self.learner.obs_keys} lack: add it or set loop.shaping=off")

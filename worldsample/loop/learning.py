@@ -130,7 +130,8 @@ class Learning:
 
     def _fit_progress(self) -> dict[str, float]:
         """loop.shaping=progress: fit the potential on the successful demo and real episodes, first at the
-        first learn step, then once `shaping_every_episodes` new real episodes came in."""
+        first learn step, then once `shaping_every_episodes` new real episodes came in. The fit is not
+        checkpointed: a resumed run fits again, on everything committed, at its first learn step."""
         if self.loop.shaping != "progress":
             return {}
         episodes = self.online.reader.num_episodes
