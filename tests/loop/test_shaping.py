@@ -100,7 +100,11 @@ def test_progress_potential_rises_toward_the_goal_and_pays_the_steps_that_make_p
     pot = ProgressPotential(scale=1.0, gamma=0.9, keys=["state"], steps=800)
     before = pot(_batch(_states(hand), None, np.zeros(30), np.zeros(30), np.ones(30)), "obs/")
     assert not before.any()  # nothing fitted yet: no shaping
+    import torch
+
+    rng_before = torch.random.get_rng_state()
     metrics = pot.fit([_cache([(hand, success)] * 3)])
+    assert torch.equal(torch.random.get_rng_state(), rng_before)  # the learner's own torch RNG is left alone
     assert metrics["shaping/examples"] == 90
     phi = pot(_batch(_states(hand), None, np.zeros(30), np.zeros(30), np.ones(30)), "obs/")
     assert phi[-1] > phi[15] > phi[0]  # closer to the success, higher

@@ -13,7 +13,7 @@ import numpy as np
 
 from worldsample.learner.algorithm import MeanStats, SACAlgorithm
 from worldsample.loop.config import LATENT_KEY, LoopConfig
-from worldsample.loop.shaping import shape
+from worldsample.loop.shaping import make_potential, shape
 from worldsample.ppl.mixer import make_mixer
 from worldsample.store import EpisodeStore, GroupSampler
 
@@ -74,15 +74,8 @@ class Learning:
         self._synthetic_reader = None
         self._success_trained_at = 0  # real episodes the success classifier was last trained with
         self._success_retrains = 0
-        self.potential, self._potential_fitted_at = None, None  # real episodes when the progress was fitted
-        if loop.shaping == "distance":  # potential-based shaping of every learner batch (loop/shaping.py)
-            from worldsample.loop.shaping import DistancePotential
-
-            self.potential = DistancePotential(loop.shaping_scale)
-        elif loop.shaping == "progress":
-            from worldsample.loop.shaping import ProgressPotential
-
-            self.potential = ProgressPotential(loop.shaping_scale, loop.learner.gamma, self.keys, seed=loop.seed)
+        self.potential = make_potential(loop, self.keys)  # shapes every learner batch (loop.shaping)
+        self._potential_fitted_at = None  # shaping=progress: real episodes when it was last fitted
 
     def _reader(self, group: str):
         if self.encoder is None:

@@ -12,9 +12,14 @@ per step, the interest on what reaching the goal pays; a positive one (a value) 
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from worldsample.sim.layout import GOAL, HAND, OBJECT, STATE_DIM
+
+if TYPE_CHECKING:
+    from worldsample.loop.config import LoopConfig
 
 Batch = dict[str, np.ndarray]
 
@@ -29,18 +34,14 @@ class DistancePotential:
     measures what a dense progress signal is worth to the learner."""
 
     def __init__(self, scale: float, key: str = "state"):
-        from worldsample.sim.layout import GOAL, HAND, OBJECT, STATE_DIM
-
-        self.scale, self.key, self.dim = scale, key, STATE_DIM
-        self.hand, self.obj, self.goal = HAND, OBJECT, GOAL
+        self.scale, self.key = scale, key
 
     def __call__(self, batch: Batch, prefix: str) -> np.ndarray:
         s = batch[f"{prefix}{self.key}"]
-        if s.shape[-1] != self.dim:
+        if s.shape[-1] != STATE_DIM:
             raise ValueError(
-                f"shaping=distance reads the {self.dim}-dim state from {self.key!r}, got {s.shape[-1]} dims")
-        to_go = np.linalg.norm(s[:, self.hand] - s[:, self.obj], axis=1) + np.linalg.norm(
-            s[:, self.obj] - s[:, self.goal], axis=1)
+                f"shaping=distance reads the {STATE_DIM}-dim state from {self.key!r}, got {s.shape[-1]} dims")
+        to_go = np.linalg.norm(s[:, HAND] - s[:, OBJECT], axis=1) + np.linalg.norm(s[:, OBJECT] - s[:, GOAL], axis=1)
         return (-self.scale * to_go).astype(np.float32)
 
 
@@ -88,7 +89,6 @@ class ProgressPotential:
         self.scale, self.gamma, self.keys = scale, gamma, keys
         self.hidden, self.steps, self.batch, self.seed = hidden, steps, batch, seed
         self.net = None
-        self.examples = 0
 
     def fit(self, caches) -> dict[str, float]:
         """Fit V on every labelled step of these readers' caches; returns the fit's metrics."""
@@ -101,10 +101,11 @@ class ProgressPotential:
         x = torch.from_numpy(np.concatenate([p[0] for p in parts]))
         y = torch.from_numpy(self.gamma ** np.concatenate([p[1] for p in parts]).astype(np.float32))
         g = torch.Generator().manual_seed(self.seed + len(y))
-        torch.manual_seed(self.seed + len(y))
-        net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], self.hidden), torch.nn.LayerNorm(self.hidden),
-                                  torch.nn.ReLU(), torch.nn.Linear(self.hidden, self.hidden), torch.nn.ReLU(),
-                                  torch.nn.Linear(self.hidden, 1), torch.nn.Sigmoid())
+        with torch.random.fork_rng():  # seeded initial weights, without moving the learner's own torch RNG
+            torch.manual_seed(self.seed + len(y))
+            net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], self.hidden), torch.nn.LayerNorm(self.hidden),
+                                      torch.nn.ReLU(), torch.nn.Linear(self.hidden, self.hidden), torch.nn.ReLU(),
+                                      torch.nn.Linear(self.hidden, 1), torch.nn.Sigmoid())
         opt = torch.optim.Adam(net.parameters(), lr=1e-3)
         for _ in range(self.steps):
             i = torch.randint(len(y), (min(self.batch, len(y)),), generator=g)
@@ -113,7 +114,6 @@ class ProgressPotential:
             loss.backward()
             opt.step()
         self.net = net.eval()
-        self.examples = len(y)
         with torch.no_grad():
             mse = float(torch.nn.functional.mse_loss(net(x).squeeze(1), y))
         return {"shaping/value_mse": mse, "shaping/examples": float(len(y))}
@@ -128,3 +128,12 @@ class ProgressPotential:
         with torch.no_grad():
             v = self.net(torch.from_numpy(flatten_obs(batch, self.keys, prefix))).squeeze(1).numpy()
         return (self.scale * v).astype(np.float32)
+
+
+def make_potential(loop: LoopConfig, keys: list[str]) -> Potential | None:
+    """The run's potential (`loop.shaping`), or None when shaping is off."""
+    if loop.shaping == "distance":
+        return DistancePotential(loop.shaping_scale)
+    if loop.shaping == "progress":
+        return ProgressPotential(loop.shaping_scale, loop.learner.gamma, keys, seed=loop.seed)
+    return None
