@@ -79,6 +79,10 @@ def test_a_garbled_chunk_is_an_error_naming_the_episode_and_sets_it_aside(stored
         lazy.read_steps(ids[2], "image_cam", 4, 8)
     assert ids[2] in lazy.damaged and ids[2] not in lazy.records
     np.testing.assert_array_equal(lazy.read_steps(ids[3], "image_cam"), eps[3]["image_cam"])
+    # a read of another key of it afterwards (another thread's, say) is told it is damaged, not missing
+    for read in (lambda: lazy.read_steps(ids[2], "proprio"), lambda: lazy.episode(ids[2]), lambda: lazy.verify(ids[2])):
+        with pytest.raises(StoreCorruptError, match=rf"demo/episode {ids[2]} is set aside as damaged: .*do not decode"):
+            read()
 
 
 def test_a_deleted_chunk_is_detected_by_the_checksums(stored):

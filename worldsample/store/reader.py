@@ -207,6 +207,10 @@ class GroupReader:
     def _record(self, episode: int) -> EpisodeRecord:
         rec = self.records.get(episode)
         if rec is None:
+            # set aside meanwhile (e.g. by another thread reading another key): damaged, not missing
+            why = self.damaged.get(episode)
+            if why is not None:
+                raise StoreCorruptError(f"{self.name}/episode {episode} is set aside as damaged: {why}")
             raise StoreError(f"group {self.name!r} has no committed episode {episode}")
         return rec
 
