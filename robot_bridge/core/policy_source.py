@@ -90,6 +90,9 @@ class PolicySource:
 
     def _load(self, version: int):
         config, tensors = self._registry.load(version)
+        if config.action_chunk > 1:  # kept out: the bridge plays one action per control step
+            raise PolicyError(f"policy v{version} outputs chunks of {config.action_chunk} actions "
+                              "(learner.action_chunk), which the bridge does not play; train with action_chunk 1")
         vdir = self._registry.dir.path(version)
         onnx_file = vdir / ONNX_FILE
         if onnx_file.exists():

@@ -112,7 +112,10 @@ class SACAlgorithm(Algorithm):
         """The learner's view of a mixer batch: reward scale and the behaviour-cloning mask."""
         if self.reward == "task":
             batch["reward"] = batch["reward"] * self.reward_scale  # the store keeps the task's own reward
-        batch["bc_mask"] = np.isin(batch["source"], BC_SOURCES).astype(np.float32)
+        imitate = np.isin(batch["source"], BC_SOURCES)
+        if "chunk_human" in batch:  # an action chunk is imitated only if a human chose all of it
+            imitate &= (batch["source"] != "intervention") | batch["chunk_human"]
+        batch["bc_mask"] = imitate.astype(np.float32)
         return batch
 
     def update(self, batches: Iterable[Batch]) -> dict[str, float]:

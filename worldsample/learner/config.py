@@ -58,7 +58,12 @@ class LearnerConfig(BaseModel):
         0.05, gt=0.0, description="with obs_norm: the floor of each dimension's std, so a dimension the "
         "demonstrations hardly move (a puck's orientation) is not blown up where the robot moves it")
     obs_clip: float = Field(5.0, gt=0.0, description="with obs_norm: the normalised observation's bound")
-    n_step: int = Field(1, ge=1)
+    n_step: int = Field(1, ge=1, description="steps summed per Bellman backup (with action_chunk > 1: the chunk's)")
+    action_chunk: int = Field(
+        1, ge=1, le=16, description="actions per decision (Q-chunking, Li et al. 2025): the actor proposes this "
+        "many steps' actions at once, the robot plays them open-loop (a human takeover drops the rest), and the "
+        "critics value the whole sequence with a backup over its steps, so a decision moves the return by "
+        "several steps' worth where one step's action barely moves it (docs/loop.md). 1: one action per step")
     lr: float = Field(3e-4, gt=0.0)
     tau: float = Field(0.005, gt=0.0, le=1.0)
     initial_alpha: float = Field(
@@ -110,6 +115,9 @@ class LearnerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _subset_fits(self) -> LearnerConfig:
+        if self.action_chunk > 1 and self.n_step not in (1, self.action_chunk):
+            raise ValueError(f"learner.action_chunk={self.action_chunk} backs up over the chunk's steps; n_step "
+                             f"({self.n_step}) must be 1 or the chunk's length")
         if self.obs_norm == "critics" and self.critic != "mlp":
             raise ValueError("obs_norm: critics needs critic: mlp (RLlib's own critic takes the actor's input)")
         if self.target_subset > self.critics:
@@ -120,3 +128,8 @@ class LearnerConfig(BaseModel):
             raise ValueError("bc_pretrain_steps needs the in-process learner (num_learners=0); "
                              "set bc_pretrain_steps=0 to use remote learners")
         return self
+
+    @property
+    def backup_steps(self) -> int:
+        """Steps summed per Bellman backup: the chunk's length when actions come in chunks, else n_step."""
+        return self.action_chunk if self.action_chunk > 1 else self.n_step

@@ -20,8 +20,10 @@ def actor_policy(
     high: np.ndarray,
     source: dict[str, Any] | None = None,
     obs_norm: tuple[np.ndarray, np.ndarray, float] | None = None,
+    action_chunk: int = 1,
 ) -> tuple[PolicyConfig, dict[str, np.ndarray]]:
-    """`obs_norm`: (mean, std, clip) the learner normalised observations with (learner.obs_norm), or None."""
+    """`obs_norm`: (mean, std, clip) the learner normalised observations with (learner.obs_norm), or None;
+    `action_chunk`: steps' actions per output (low and high cover the whole chunk)."""
     stride = 3 if layer_norm else 2  # Linear[, LayerNorm], ReLU
     out: dict[str, np.ndarray] = {}
     for i in range(len(hidden)):
@@ -47,6 +49,7 @@ def actor_policy(
         layer_norm_eps=1e-3,  # RLlib's TorchMLP LayerNorm
         stochastic=True,
         obs_normalization=obs_norm is not None,
+        action_chunk=action_chunk,
         obs_clip=float(obs_norm[2]) if obs_norm is not None else None,
         source=source or {},
     )
@@ -57,7 +60,8 @@ def agent_policy(agent, obs_dims: dict[str, int], source: dict[str, Any] | None 
     """(config, tensors) of a SACAgent's current actor, with its observation statistics when it has them."""
     norm = (agent.obs_mean, agent.obs_std, agent.cfg.obs_clip) if agent.obs_mean is not None else None
     return actor_policy(agent.actor_tensors(), obs_dims, agent.cfg.hidden, agent.cfg.layer_norm,
-                        agent.action_space.low, agent.action_space.high, source, obs_norm=norm)
+                        agent.action_space.low, agent.action_space.high, source, obs_norm=norm,
+                        action_chunk=agent.cfg.action_chunk)
 
 
 def export_actor(agent, run_dir, obs_dims: dict[str, int], source: dict[str, Any] | None = None) -> int:

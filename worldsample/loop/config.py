@@ -198,6 +198,17 @@ class LoopConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _chunks_play_on_the_lock_step_arm(self) -> LoopConfig:
+        k = self.learner.action_chunk
+        if k > 1 and (self.robot != "sim" or self.vision.enabled or self.ppl.mode != "off"):
+            raise ValueError(f"learner.action_chunk={k}: chunks of actions are played by the lock-step simulated "
+                             "arm's collector and evaluator only, on the state profile, without the world model "
+                             "(its branches and policy scores act one step at a time); got "
+                             f"loop.robot={self.robot}, loop.vision.enabled={self.vision.enabled}, "
+                             f"loop.ppl.mode={self.ppl.mode}: set loop.learner.action_chunk=1")
+        return self
+
+    @model_validator(mode="after")
     def _the_oracle_replays_the_lock_step_arm(self) -> LoopConfig:
         if self.synth.imaginer == "simulator" and (self.robot != "sim" or self.vision.enabled):
             raise ValueError("loop.synth.imaginer=simulator replays episodes on the lock-step simulated arm from their "

@@ -37,6 +37,16 @@ def won_alone(reader):
     return won
 
 
+def chunk_actions(actions: np.ndarray, lengths: np.ndarray, k: int) -> np.ndarray:
+    """(N, A) actions of consecutive episodes of `lengths` -> (N, k * A): each step's action and the
+    k - 1 after it in its episode, the episode's last action repeated past its end. k = 1: a copy."""
+    if k == 1:
+        return np.array(actions, copy=True)
+    ends = np.repeat(np.cumsum(lengths), lengths)
+    rows = np.minimum(np.arange(len(actions))[:, None] + np.arange(k), ends[:, None] - 1)
+    return actions[rows].reshape(len(actions), -1)
+
+
 class Learning:
     def __init__(
         self, run_dir: str | Path, loop: LoopConfig, obs_dims: dict[str, int], low: np.ndarray, high: np.ndarray
@@ -47,7 +57,8 @@ class Learning:
 
         self.run_dir, self.loop, self.obs_dims = Path(run_dir), loop, obs_dims
         self.store = EpisodeStore(run_dir)
-        space = gym.spaces.Box(np.asarray(low), np.asarray(high), dtype=np.float32)
+        k = loop.learner.action_chunk  # the actor proposes k steps' actions at once
+        space = gym.spaces.Box(np.tile(np.asarray(low), k), np.tile(np.asarray(high), k), dtype=np.float32)
         self.rng = np.random.default_rng(loop.seed)
         self.keys = [*obs_dims]
         self.encoder, self.success_classifier, self._vision_metrics = None, None, {}
@@ -85,7 +96,8 @@ class Learning:
         return LatentReader(self.store, group, self.encoder, self.keys, classifier=self.success_classifier)
 
     def _sampler(self, reader, **kw) -> GroupSampler:
-        return GroupSampler(reader, obs_keys=self.keys, reward_key=self.algorithm.reward_key, **kw)
+        return GroupSampler(reader, obs_keys=self.keys, reward_key=self.algorithm.reward_key,
+                            action_chunk=self.loop.learner.action_chunk, **kw)
 
     def _attach_synthetic(self) -> None:
         """The success and failure pools of the synthetic group, once it exists and the mixer uses it."""
@@ -110,7 +122,7 @@ class Learning:
 
         def batches(n: int):
             for _ in range(n):
-                batch = self.mixer.sample(self.rng, cfg.batch_size, cfg.n_step, cfg.gamma,
+                batch = self.mixer.sample(self.rng, cfg.batch_size, cfg.backup_steps, cfg.gamma,
                                           actor_learning=self.algorithm.actor_learning)
                 if self.potential is not None:
                     batch = shape(batch, self.potential, cfg.gamma)
@@ -155,15 +167,19 @@ class Learning:
         return {**metrics, "vision/success_retrains": float(self._success_retrains)}
 
     def _demo_steps(self, reader) -> tuple[np.ndarray, np.ndarray]:
-        """(flattened observations, actions) of every committed demo step."""
+        """(flattened observations, actions) of every committed demo step; with learner.action_chunk,
+        each step's action is the chunk played from it (`chunk_actions`)."""
         from worldsample.learner.sac import flatten_obs
 
+        k = self.loop.learner.action_chunk
         if self.encoder is not None:  # `latent` exists only in the reader's cache (every committed demo step)
             c = reader.cache
-            return flatten_obs({f"obs/{k}": c.view(k) for k in self.keys}, self.keys), c.view("action").copy()
+            actions = chunk_actions(c.view("action"), c.ep_len, k)
+            return flatten_obs({f"obs/{k_}": c.view(k_) for k_ in self.keys}, self.keys), actions
         eps = [reader.episode(e) for e in range(reader.num_episodes)]
-        obs = flatten_obs({f"obs/{k}": np.concatenate([ep[k] for ep in eps]) for k in self.keys}, self.keys)
-        return obs, np.concatenate([ep["action"] for ep in eps])
+        obs = flatten_obs({f"obs/{k_}": np.concatenate([ep[k_] for ep in eps]) for k_ in self.keys}, self.keys)
+        actions = np.concatenate([ep["action"] for ep in eps])
+        return obs, chunk_actions(actions, np.array([len(ep["action"]) for ep in eps]), k)
 
     def _obs_stats(self, reader) -> tuple[np.ndarray, np.ndarray]:
         """learner.obs_norm: the demonstrations' per-dimension mean and std, fixed for the run."""

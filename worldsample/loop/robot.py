@@ -31,6 +31,7 @@ class Evaluator:
         self.eval_env = make_env(env_cfg.model_copy(update={"cameras": cameras}))
         self.rng = np.random.default_rng(loop.seed)
         self.policy, self.version = None, None
+        self._queue: list[np.ndarray] = []  # the rest of the policy's action chunk (learner.action_chunk)
         self._policies = VersionWatcher(VersionedDir(RunFiles.of(run_dir).policies))
 
     def ready(self) -> bool:
@@ -43,7 +44,8 @@ class Evaluator:
 
         version = self._policies.poll()
         if version is not None:
-            self.policy = self._load(version) if self.loop.vision.enabled else load_actor(self.run_dir, version)
+            vision = self.loop.vision.enabled
+            self.policy = self._load(version) if vision else load_actor(self.run_dir, version, chunks=True)
             self.version = version
             self._policies.accept(version)
 
@@ -59,17 +61,25 @@ class Evaluator:
                          expect={k: tuple(v.shape) for k, v in self.eval_env.observation_space.spaces.items()})
 
     def _action(self, obs, explore: bool) -> np.ndarray:
+        """The policy's next action: a chunking policy (learner.action_chunk) is asked again only once
+        the actions of its last output are played (open-loop); `_queue` is emptied at every episode
+        start and whenever the human takes over."""
         if self.policy is None:
             return self.eval_env.action_space.sample().astype(np.float32)
-        if explore and self.loop.explore:
-            return self.policy.act(obs, explore=True, rng=self.rng, noise_scale=self.loop.explore_scale)
-        return self.policy.act(obs, rng=self.rng)
+        if not self._queue:
+            if explore and self.loop.explore:
+                out = self.policy.act(obs, explore=True, rng=self.rng, noise_scale=self.loop.explore_scale)
+            else:
+                out = self.policy.act(obs, rng=self.rng)
+            self._queue = list(out.reshape(-1, self.eval_env.action_space.shape[0]))
+        return self._queue.pop(0)
 
     def evaluate(self, episodes: int, seed0: int) -> dict:
         self._refresh_policy()
         wins, steps = 0, 0
         for i in range(episodes):
             obs, _ = self.eval_env.reset(seed=seed0 + i)
+            self._queue = []
             while True:
                 obs, _, terminated, truncated, info = self.eval_env.step(self._action(obs, explore=False))
                 steps += 1
@@ -110,11 +120,14 @@ class SimCollector(Evaluator):
         if self.expert:
             self.expert.reset()
         ep = self.writer.begin_episode()
+        self._queue = []
         while True:
             action = self._action(obs, explore=True)
             intervened = False
             if self.expert:
                 action, intervened = self.expert.filter(action)
+                if intervened:  # the human has the controls: the rest of the chunk is not played
+                    self._queue = []
             nobs, reward, terminated, truncated, info = self.env.step(action)
             ep.add_step({**obs, "action": action, "reward": np.float32(reward), "done": bool(terminated),
                          "intervention": intervened, "success": bool(info["success"])})

@@ -44,6 +44,9 @@ class PolicyConfig(BaseModel):
     layer_norm: bool = False
     layer_norm_eps: float = Field(1e-3, gt=0.0)
     stochastic: bool = Field(False, description="has a log_std head: can sample exploratory actions")
+    action_chunk: int = Field(
+        1, ge=1, le=64, description="actions per output (learner.action_chunk): the output holds this many steps' "
+        "actions, to be played in order; only a runner that plays chunks may load a policy with more than 1")
     version: int = Field(0, ge=0, description="set by the registry when published")
     source: dict[str, Any] = Field(default_factory=dict, description="provenance (learner step, run...)")
 
@@ -59,6 +62,8 @@ class PolicyConfig(BaseModel):
             raise ValueError("obs_clip needs obs_normalization")
         if len({o.key for o in self.obs}) != len(self.obs):
             raise ValueError("observation keys repeat")
+        if self.action_dim % self.action_chunk:
+            raise ValueError(f"action_dim {self.action_dim} is not a whole number of {self.action_chunk}-step chunks")
         return self
 
     @property

@@ -3,6 +3,11 @@
 Transition t of an episode of length L pairs obs[t] with obs[t+1]. The last step has no next
 observation; it is sampled only when the episode terminated there (its bootstrap is masked by
 `done`, and next_obs repeats obs). A truncated episode's last step is never sampled.
+
+With `action_chunk` k > 1 a transition's action is the k actions played from step t on, one
+vector of k times the action's size (Q-chunking): a step is sampled only if the chunk's k steps
+and the state after them are in its episode, or the episode terminated within them (the actions
+past the end repeat the last one; the backup masks everything after it).
 """
 
 from __future__ import annotations
@@ -21,14 +26,15 @@ Batch = dict[str, np.ndarray]
 class _Index:
     """Per-step episode bounds for one cache version (recomputed only when the cache changes)."""
 
-    def __init__(self, reader: GroupReader, where: Callable[[EpisodeRecord], bool] | None, step_key: str | None = None):
+    def __init__(self, reader: GroupReader, where: Callable[[EpisodeRecord], bool] | None, step_key: str | None = None,
+                 chunk: int = 1):
         c = reader.cache
         self.version = c.version
         self.ep_end = np.repeat(c.ep_start + c.ep_len, c.ep_len)  # exclusive end of each step's episode
         self.terminal = np.repeat(c.ep_terminal, c.ep_len)
         last = self.ep_end - 1
         steps = np.arange(c.size)
-        ok = (steps < last) | self.terminal
+        ok = (steps + chunk <= last) | self.terminal
         if where is not None:
             keep = np.array([where(reader.records[e]) for e in c.episode_ids], bool)
             ok &= np.repeat(keep, c.ep_len)
@@ -53,7 +59,8 @@ class GroupSampler:
     `where` restricts transitions to episodes whose record passes it (e.g. the success pool of
     the synthetic group); `step_key` to steps whose boolean key is true (e.g. "intervention":
     the steps a human drove); `reward_key` names the step key summed as reward (e.g. "success" for
-    a sparse success reward); several samplers may share one reader."""
+    a sparse success reward); `action_chunk` > 1 makes `nstep` return chunks of that many actions
+    (then n must be the chunk's length); several samplers may share one reader."""
 
     def __init__(
         self,
@@ -62,6 +69,7 @@ class GroupSampler:
         where: Callable[[EpisodeRecord], bool] | None = None,
         step_key: str | None = None,
         reward_key: str = "reward",
+        action_chunk: int = 1,
     ):
         if reader.cache is None:
             raise StoreError("sampling needs a reader with cache=True")
@@ -76,6 +84,9 @@ class GroupSampler:
         if reward_key not in reader.keys:
             raise StoreError(f"group {reader.name!r} does not cache key {reward_key!r} to use as the reward")
         self.reward_key = reward_key
+        if action_chunk < 1:
+            raise ValueError(f"action_chunk must be >= 1, got {action_chunk}")
+        self.action_chunk = action_chunk
         self._index: _Index | None = None
 
     def refresh(self) -> int:
@@ -83,7 +94,7 @@ class GroupSampler:
 
     def _idx(self) -> _Index:
         if self._index is None or self._index.version != self.reader.cache.version:
-            self._index = _Index(self.reader, self.where, self.step_key)
+            self._index = _Index(self.reader, self.where, self.step_key, self.action_chunk)
         return self._index
 
     @property
@@ -104,9 +115,14 @@ class GroupSampler:
 
     def nstep(self, rng: np.random.Generator, batch: int, n: int, gamma: float) -> Batch:
         """n-step returns, cut at the episode end. `n_step` holds the steps actually summed;
-        `discount` is gamma ** n_step, the factor in front of the bootstrap value."""
+        `discount` is gamma ** n_step, the factor in front of the bootstrap value. With an action
+        chunk, `action` holds the chunk's actions and `chunk_human` whether a human chose every one
+        of them that was played (demonstration or intervention steps)."""
         if n < 1:
             raise ValueError("n must be >= 1")
+        if self.action_chunk > 1 and n != self.action_chunk:
+            raise ValueError(f"a sampler of {self.action_chunk}-action chunks backs up over the chunk: n must be "
+                             f"{self.action_chunk}, got {n}")
         ix = self._idx()
         t = self._pick(ix.transitions, rng, batch, "transitions")
         end = ix.ep_end[t]
@@ -120,7 +136,13 @@ class GroupSampler:
         ret = (r * mask * gamma ** k[None, :]).sum(axis=1).astype(np.float32)
         nxt = np.minimum(t + m, end - 1)
         done = term & (t + m >= end)
-        return self._gather(t, nxt, done=done, n_step=m, reward=ret, discount=(gamma**m).astype(np.float32))
+        out = self._gather(t, nxt, done=done, n_step=m, reward=ret, discount=(gamma**m).astype(np.float32))
+        if self.action_chunk > 1:
+            c = self.reader.cache
+            out["action"] = c.view("action")[rows].reshape(len(t), -1)
+            human = c.view("intervention")[rows].reshape(len(t), n).astype(bool)
+            out["chunk_human"] = (human | ~mask).all(axis=1)
+        return out
 
     def _rewards(self, rows: np.ndarray) -> np.ndarray:
         # no copy for the float32 reward itself: the default path is one gather, as before
