@@ -17,7 +17,9 @@ more than the simulated human's threshold, where the human would take over):
   learns Q - Phi(s), so these two compare only for runs without shaping (the action preferences
   compare for all: Phi does not depend on the action).
 The last line per run: the share of stray states where the critic prefers the expert, over 0.5 (a
-critic that cannot tell the actions apart scores 1.0x).
+critic that cannot tell the actions apart scores 1.0x). A run with `learner.action_chunk` k is asked
+about chunks: the expert's next k actions on its path (its last one repeated past the success), the
+policy's chunk and a random one; "strays" compares their first actions.
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def load_learning(run: Path, cfg):
 
 
 def expert_states(env, cfg, episodes: int, seed: int) -> tuple[list[dict], np.ndarray, np.ndarray]:
-    """(observations, expert actions, steps to the success) along expert episodes that succeeded."""
+    """(observations, expert actions, steps to the success) along expert episodes that succeeded; with
+    learner.action_chunk, each step's action is the chunk the expert plays from it."""
+    from worldsample.loop.learning import chunk_actions
     from worldsample.sim import ScriptedExpert
 
-    obs_all, act_all, to_go = [], [], []
+    obs_all, act_all, to_go, lengths = [], [], [], []
     for i in range(episodes):
         obs, _ = env.reset(seed=eval_seed0() + i)
         expert = ScriptedExpert(env, cfg.demos.expert, seed=seed + i)
@@ -71,7 +75,9 @@ def expert_states(env, cfg, episodes: int, seed: int) -> tuple[list[dict], np.nd
             obs_all += obs_ep
             act_all += act_ep
             to_go += list(range(len(obs_ep), 0, -1))
-    return obs_all, np.asarray(act_all, np.float32), np.asarray(to_go)
+            lengths.append(len(obs_ep))
+    actions = chunk_actions(np.asarray(act_all, np.float32), np.asarray(lengths), cfg.loop.learner.action_chunk)
+    return obs_all, actions, np.asarray(to_go)
 
 
 def probe(learning, cfg, obs: list[dict], a_exp: np.ndarray, to_go: np.ndarray, seed: int) -> dict:
