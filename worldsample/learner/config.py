@@ -94,6 +94,10 @@ class LearnerConfig(BaseModel):
             "behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC"
         ),
     )
+    cql_weight: float = Field(
+        0.0, ge=0.0, description="conservative critics (CQL, Kumar et al. 2020): each critic's soft maximum of Q over "
+        "uniform and policy actions minus its Q on the data's action, times this, added to its loss, so the actor "
+        "cannot climb the critics' errors where no action was played. 0 (default): off")
     bc_std_weight: float = Field(
         0.0,
         ge=0.0,

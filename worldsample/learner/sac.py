@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 
 import gymnasium as gym
 import numpy as np
 import torch
 from ray.rllib.algorithms.sac import SACConfig
+from ray.rllib.algorithms.sac.sac_learner import QF_PREDS, QF_TWIN_PREDS
 from ray.rllib.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
@@ -31,6 +33,7 @@ from worldsample.learner.fast_update import FastUpdateMixin
 from worldsample.store.sampler import Batch
 
 MODULE = "default_policy"
+CQL_SAMPLES = 4  # learner.cql_weight: uniform and policy actions per state, each
 _WEIGHT_EPS = 1e-8  # a batch whose weights are all 0 gives zero actor and temperature losses, not 0 / 0
 
 
@@ -91,12 +94,39 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
             extra = self._extra_critic_loss(module_id, config, batch, fwd_out)
             self._temp_losses[(module_id, "qf_extra_loss")] = extra
             self.metrics.log_value((module_id, "qf_extra_loss"), extra, window=1)
+        cql_weight = float(config.learner_config_dict.get("cql_weight", 0.0))
+        if cql_weight > 0:
+            self._add_conservative_term(module_id, cql_weight, batch, weights, fwd_out)
         bc_weight = float(config.learner_config_dict.get("bc_weight", 0.0))
         std_weight = float(config.learner_config_dict.get("bc_std_weight", 0.0))
         if (bc_weight > 0 or std_weight > 0) and "bc_mask" in batch:
             self._add_bc_term(module_id, bc_weight, std_weight, batch, weights, fwd_out)
         # the total is reported only: each optimiser steps on its own entry of `_temp_losses`
         return sum(loss for (mid, _), loss in self._temp_losses.items() if mid == module_id)
+
+    def _add_conservative_term(self, module_id, weight: float, batch, weights: torch.Tensor, fwd_out) -> None:
+        """CQL (Kumar et al. 2020) on every critic: the soft maximum of its Q over actions drawn
+        uniformly and from the policy, `CQL_SAMPLES` of each per state, minus its Q on the batch's own
+        action, times `weight`, added to that critic's loss. It lowers Q where the data has no actions,
+        so the actor cannot climb the critics' extrapolation errors away from what was played."""
+        module = self.module[module_id].unwrapped()
+        obs = batch[Columns.OBS]
+        n, m = obs.shape[0], CQL_SAMPLES
+        low, high = (torch.as_tensor(v, device=obs.device) for v in (module.action_space.low,
+                                                                    module.action_space.high))
+        with torch.no_grad():
+            uniform = low + (high - low) * torch.rand(m * n, low.shape[0], device=obs.device)
+            dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS].detach())
+            policy = torch.cat([dist.sample() for _ in range(m)])
+        q = _critic_qs(module, {Columns.OBS: obs.repeat(2 * m, 1), Columns.ACTIONS: torch.cat([uniform, policy])})
+        soft_max = torch.logsumexp(q.reshape(q.shape[0], 2 * m, n), dim=1) - math.log(2 * m)  # (critics, n)
+        data = torch.cat([fwd_out[QF_PREDS][None], fwd_out[QF_TWIN_PREDS][None],
+                          *([fwd_out[EXTRA_PREDS]] if EXTRA_PREDS in fwd_out else [])])
+        gap = (weights * (soft_max - data)).sum(-1) / weights.sum().clamp(min=_WEIGHT_EPS)  # per critic
+        for key, part in (("qf_loss", gap[0]), ("qf_twin_loss", gap[1]), ("qf_extra_loss", gap[2:].sum())):
+            if (module_id, key) in self._temp_losses:
+                self._temp_losses[(module_id, key)] = self._temp_losses[(module_id, key)] + weight * part
+        self.metrics.log_value((module_id, "cql_gap"), gap.mean(), window=1)
 
     def _weighted_actor_and_alpha_losses(self, module_id, weights: torch.Tensor, fwd_out) -> None:
         """RLlib's actor loss E[alpha * log pi - Q] and temperature loss -E[log alpha * (log pi + H_target)]
@@ -230,6 +260,14 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         return self._squash(module, mean).cpu().numpy()
 
 
+def _critic_qs(module, batch: dict) -> torch.Tensor:
+    """(critics, B): every critic's Q of the batch's actions, with gradients into the critics."""
+    if isinstance(module, EnsembleSACTorchRLModule):
+        return module._all_q(batch)
+    return torch.stack([module._qf_forward_train_helper(batch, module.qf_encoder, module.qf),
+                        module._qf_forward_train_helper(batch, module.qf_twin_encoder, module.qf_twin)])
+
+
 def flatten_obs(batch: Batch, keys: list[str], prefix: str = "obs/") -> np.ndarray:
     columns = [batch[f"{prefix}{k}"].reshape(len(batch[f"{prefix}{k}"]), -1) for k in keys]
     return np.concatenate(columns, axis=1).astype(np.float32)
@@ -277,7 +315,7 @@ class SACAgent:
                 num_gpus_per_learner=cfg.num_gpus_per_learner,
                 learner_class=PPLSACLearner,
                 learner_config_dict={"bc_weight": cfg.bc_weight, "bc_std_weight": cfg.bc_std_weight,
-                                     "backup_entropy": cfg.backup_entropy,
+                                     "backup_entropy": cfg.backup_entropy, "cql_weight": cfg.cql_weight,
                                      "rllib_reference": rllib_reference},
             )
             .debugging(seed=cfg.seed)
