@@ -112,6 +112,8 @@ class SACAlgorithm(Algorithm):
         """The learner's view of a mixer batch: reward scale and the behaviour-cloning mask."""
         if self.reward == "task":
             batch["reward"] = batch["reward"] * self.reward_scale  # the store keeps the task's own reward
+            if "mc_return" in batch:
+                batch["mc_return"] = batch["mc_return"] * self.reward_scale
         imitate = np.isin(batch["source"], BC_SOURCES)
         if "chunk_human" in batch:  # an action chunk is imitated only if a human chose all of it
             imitate &= (batch["source"] != "intervention") | batch["chunk_human"]

@@ -98,6 +98,10 @@ class LearnerConfig(BaseModel):
         0.0, ge=0.0, description="conservative critics (CQL, Kumar et al. 2020): each critic's soft maximum of Q over "
         "uniform and policy actions minus its Q on the data's action, times this, added to its loss, so the actor "
         "cannot climb the critics' errors where no action was played. 0 (default): off")
+    cql_calibrated: bool = Field(
+        False, description="with cql_weight: Cal-QL (Nakamoto et al. 2023), the policy actions' Q in that term held at "
+        "no less than the sampled step's Monte-Carlo return (the discounted reward its episode went on to earn), so "
+        "the critics are pushed down only below what the data shows the state is worth")
     bc_std_weight: float = Field(
         0.0,
         ge=0.0,
@@ -124,6 +128,8 @@ class LearnerConfig(BaseModel):
         if self.action_chunk > 1 and self.n_step not in (1, self.action_chunk):
             raise ValueError(f"learner.action_chunk={self.action_chunk} backs up over the chunk's steps; n_step "
                              f"({self.n_step}) must be 1 or the chunk's length")
+        if self.cql_calibrated and not self.cql_weight:
+            raise ValueError("learner.cql_calibrated calibrates the conservative term: set cql_weight > 0")
         if self.obs_norm == "critics" and self.critic != "mlp":
             raise ValueError("obs_norm: critics needs critic: mlp (RLlib's own critic takes the actor's input)")
         if self.target_subset > self.critics:

@@ -108,7 +108,9 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         """CQL (Kumar et al. 2020) on every critic: the soft maximum of its Q over actions drawn
         uniformly and from the policy, `CQL_SAMPLES` of each per state, minus its Q on the batch's own
         action, times `weight`, added to that critic's loss. It lowers Q where the data has no actions,
-        so the actor cannot climb the critics' extrapolation errors away from what was played."""
+        so the actor cannot climb the critics' extrapolation errors away from what was played. With
+        `mc_return` in the batch (learner.cql_calibrated, Cal-QL) the policy actions' Q enters as
+        max(Q, mc_return): a critic already below the return the data earned is not pushed further."""
         module = self.module[module_id].unwrapped()
         obs = batch[Columns.OBS]
         n, m = obs.shape[0], CQL_SAMPLES
@@ -119,6 +121,9 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
             dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS].detach())
             policy = torch.cat([dist.sample() for _ in range(m)])
         q = _critic_qs(module, {Columns.OBS: obs.repeat(2 * m, 1), Columns.ACTIONS: torch.cat([uniform, policy])})
+        if "mc_return" in batch:  # Cal-QL: the policy's actions are pushed down no lower than the data's return
+            q = q.reshape(q.shape[0], 2 * m, n)
+            q = torch.cat([q[:, :m], torch.maximum(q[:, m:], batch["mc_return"].float()[None, None])], dim=1)
         soft_max = torch.logsumexp(q.reshape(q.shape[0], 2 * m, n), dim=1) - math.log(2 * m)  # (critics, n)
         data = torch.cat([fwd_out[QF_PREDS][None], fwd_out[QF_TWIN_PREDS][None],
                           *([fwd_out[EXTRA_PREDS]] if EXTRA_PREDS in fwd_out else [])])
@@ -412,6 +417,11 @@ class SACAgent:
         extra = {}
         if self.cfg.actor_every > 1:
             extra["actor_step"] = np.full(n, (index + 1) % self.cfg.actor_every == 0, np.float32)
+        if self.cfg.cql_calibrated:
+            if "mc_return" not in batch:
+                raise ValueError("learner.cql_calibrated needs each batch's Monte-Carlo returns (mc_return: "
+                                 "GroupSampler(returns_to_go=True))")
+            extra["mc_return"] = batch["mc_return"].astype(np.float32)
         return SampleBatch(
             {
                 "obs": self._norm(flatten_obs(batch, self.cfg.obs_keys)),

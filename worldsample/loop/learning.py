@@ -97,7 +97,8 @@ class Learning:
 
     def _sampler(self, reader, **kw) -> GroupSampler:
         return GroupSampler(reader, obs_keys=self.keys, reward_key=self.algorithm.reward_key,
-                            action_chunk=self.loop.learner.action_chunk, **kw)
+                            action_chunk=self.loop.learner.action_chunk,
+                            returns_to_go=self.loop.learner.cql_calibrated, **kw)
 
     def _attach_synthetic(self) -> None:
         """The success and failure pools of the synthetic group, once it exists and the mixer uses it."""

@@ -8,6 +8,10 @@ With `action_chunk` k > 1 a transition's action is the k actions played from ste
 vector of k times the action's size (Q-chunking): a step is sampled only if the chunk's k steps
 and the state after them are in its episode, or the episode terminated within them (the actions
 past the end repeat the last one; the backup masks everything after it).
+
+With `returns_to_go`, `nstep` also returns `mc_return`: the discounted sum of the rewards from step
+t to its episode's end (Monte-Carlo, the return the episode's own actions earned; Cal-QL's
+reference value).
 """
 
 from __future__ import annotations
@@ -42,7 +46,27 @@ class _Index:
             ok &= c.view(step_key).reshape(c.size).astype(bool)
         self.transitions = steps[ok]
         self._windows: dict[int, np.ndarray] = {}
+        self._returns: dict[tuple[str, float], np.ndarray] = {}
         self._c = c
+
+    def returns_to_go(self, reward_key: str, gamma: float) -> np.ndarray:
+        """Per cached step: sum over k >= 0 of gamma^k r[t + k], up to the end of the step's episode."""
+        key = (reward_key, float(gamma))
+        if key not in self._returns:
+            c = self._c
+            r = c.view(reward_key).reshape(c.size).astype(np.float64)
+            out = np.zeros(c.size, np.float64)
+            for s, n in zip(c.ep_start, c.ep_len):
+                if gamma > 0 and n * -np.log(gamma) < 600:  # gamma^n stays clear of float64's underflow (1e-308)
+                    disc = float(gamma) ** np.arange(n, dtype=np.float64)
+                    out[s:s + n] = np.cumsum((r[s:s + n] * disc)[::-1])[::-1] / disc
+                    continue
+                acc = 0.0
+                for t in range(s + n - 1, s - 1, -1):
+                    acc = r[t] + gamma * acc
+                    out[t] = acc
+            self._returns[key] = out.astype(np.float32)
+        return self._returns[key]
 
     def window_starts(self, length: int) -> np.ndarray:
         if length not in self._windows:
@@ -60,7 +84,8 @@ class GroupSampler:
     the synthetic group); `step_key` to steps whose boolean key is true (e.g. "intervention":
     the steps a human drove); `reward_key` names the step key summed as reward (e.g. "success" for
     a sparse success reward); `action_chunk` > 1 makes `nstep` return chunks of that many actions
-    (then n must be the chunk's length); several samplers may share one reader."""
+    (then n must be the chunk's length); `returns_to_go` adds each step's Monte-Carlo return
+    (`mc_return`) to `nstep`'s batches; several samplers may share one reader."""
 
     def __init__(
         self,
@@ -70,6 +95,7 @@ class GroupSampler:
         step_key: str | None = None,
         reward_key: str = "reward",
         action_chunk: int = 1,
+        returns_to_go: bool = False,
     ):
         if reader.cache is None:
             raise StoreError("sampling needs a reader with cache=True")
@@ -87,6 +113,7 @@ class GroupSampler:
         if action_chunk < 1:
             raise ValueError(f"action_chunk must be >= 1, got {action_chunk}")
         self.action_chunk = action_chunk
+        self.returns_to_go = returns_to_go
         self._index: _Index | None = None
 
     def refresh(self) -> int:
@@ -142,6 +169,8 @@ class GroupSampler:
             out["action"] = c.view("action")[rows].reshape(len(t), -1)
             human = c.view("intervention")[rows].reshape(len(t), n).astype(bool)
             out["chunk_human"] = (human | ~mask).all(axis=1)
+        if self.returns_to_go:
+            out["mc_return"] = ix.returns_to_go(self.reward_key, gamma)[t]
         return out
 
     def _rewards(self, rows: np.ndarray) -> np.ndarray:
