@@ -121,10 +121,10 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
             dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS].detach())
             policy = torch.cat([dist.sample() for _ in range(m)])
         q = _critic_qs(module, {Columns.OBS: obs.repeat(2 * m, 1), Columns.ACTIONS: torch.cat([uniform, policy])})
+        q = q.reshape(q.shape[0], 2 * m, n)  # (critics, the m uniform then the m policy samples, n)
         if "mc_return" in batch:  # Cal-QL: the policy's actions are pushed down no lower than the data's return
-            q = q.reshape(q.shape[0], 2 * m, n)
             q = torch.cat([q[:, :m], torch.maximum(q[:, m:], batch["mc_return"].float()[None, None])], dim=1)
-        soft_max = torch.logsumexp(q.reshape(q.shape[0], 2 * m, n), dim=1) - math.log(2 * m)  # (critics, n)
+        soft_max = torch.logsumexp(q, dim=1) - math.log(2 * m)  # (critics, n)
         data = torch.cat([fwd_out[QF_PREDS][None], fwd_out[QF_TWIN_PREDS][None],
                           *([fwd_out[EXTRA_PREDS]] if EXTRA_PREDS in fwd_out else [])])
         gap = (weights * (soft_max - data)).sum(-1) / weights.sum().clamp(min=_WEIGHT_EPS)  # per critic
