@@ -125,7 +125,8 @@ class WorldModelConfig(_Strict):
     vector_keys: dict[str, int] = Field(default_factory=lambda: {"proprio": 4}, description="key -> size")
     quaternions: dict[str, list[int]] = Field(
         default_factory=dict, description="vector key -> offsets of unit quaternions (x, y, z, w) in it, made "
-        "canonical (w >= 0) in the model's inputs and targets (rotations.py): q and -q are one rotation")
+        "canonical (w >= 0) frame by frame and continuous along each window (the sign nearest the neighbour's), "
+        "and compared sign-free in evaluation (rotations.py): q and -q are one rotation")
     previous_frame: dict[str, tuple[int, int, int]] = Field(
         default_factory=dict, description="vector key -> (at, of, size): the next step's values at..at+size repeat "
         "this step's values of..of+size (an observation that carries its previous frame, as Meta-World's state "

@@ -22,7 +22,7 @@ from worldsample.world_model.errors import NotEnoughDataError
 from worldsample.world_model.imagine import Imaginer
 from worldsample.world_model.metrics import psnr, ssim
 from worldsample.world_model.model import WorldModel
-from worldsample.world_model.rotations import canonical_quaternions
+from worldsample.world_model.rotations import align_quaternions
 
 
 def heldout_windows(source: WindowSource, length: int, per_episode: int) -> list[tuple[str, int]]:
@@ -125,7 +125,8 @@ def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int
     """For models without images: RMSE of each predicted vector observation per horizon, with
     copying the last observation as the baseline, and the reward head's error. `parts` (name ->
     (vector key, slice of it)) adds the same two errors on those parts of a key (hand, object, goal).
-    Quaternions are compared in the model's canonical form (`quaternions`), real and copied alike."""
+    Quaternions (`quaternions`) are compared with the real one's sign nearest the prediction's, and the
+    copy's: q and -q are one rotation, so neither pays for a sign the pose message happened to carry."""
     cfg = model.cfg
     K, H = cfg.dynamics.history, max(horizons)
     parts = parts or {}
@@ -137,10 +138,11 @@ def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int
         sq = {}
         for k in cfg.vector_keys:
             q = cfg.quaternions.get(k, [])
-            real = canonical_quaternions(data[k][:, K:].reshape(len(data[k]), H, -1).astype(np.float32), q)
-            last = canonical_quaternions(data[k][:, K - 1 : K].reshape(len(data[k]), 1, -1).astype(np.float32), q)
-            sq[k] = (out.frames[k].reshape(real.shape) - real) ** 2
-            sq[f"copy_{k}"] = (np.repeat(last, H, axis=1) - real) ** 2
+            real = data[k][:, K:].reshape(len(data[k]), H, -1).astype(np.float32)
+            last = np.repeat(data[k][:, K - 1 : K].reshape(len(data[k]), 1, -1).astype(np.float32), H, axis=1)
+            pred = out.frames[k].reshape(real.shape)
+            sq[k] = (pred - align_quaternions(real, pred, q)) ** 2
+            sq[f"copy_{k}"] = (last - align_quaternions(real, last, q)) ** 2
         for name, (k, sl) in parts.items():
             sq[name], sq[f"copy_{name}"] = sq[k][..., sl], sq[f"copy_{k}"][..., sl]
         for n, v in sq.items():

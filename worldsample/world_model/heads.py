@@ -37,7 +37,8 @@ def head_probabilities(model: WorldModel, source: WindowSource, batch: int = 512
             act = torch.as_tensor(c.view("action")[s : s + n], device=dev).float()
             idx = torch.arange(n - K + 1, device=dev)[:, None] + torch.arange(K, device=dev)
             dom = torch.full((len(idx),), DOMAIN_OF_GROUP.get(g, 0), device=dev, dtype=torch.long)
-            out = torch.cat([net.context(z[idx[i : i + batch]], act[idx[i : i + batch]], dom[i : i + batch]).heads
+            out = torch.cat([net.context(model.align_window(z[idx[i : i + batch]], K - 1), act[idx[i : i + batch]],
+                                         dom[i : i + batch]).heads
                              for i in range(0, len(idx), batch)])
             for h, col in HEADS.items():
                 logits[h].append(out[:, col].cpu().numpy())

@@ -43,6 +43,12 @@ class WorldModel(nn.Module):
                 of += range(offsets[key] + o, offsets[key] + o + n)
         self.register_buffer("repeat_at", torch.tensor(at, dtype=torch.long), persistent=False)
         self.register_buffer("repeat_of", torch.tensor(of, dtype=torch.long), persistent=False)
+        quats = []  # latent channels of each quaternion (`quaternions`), where the latent is the vector itself
+        if cfg.quaternions and not cfg.image_keys and cfg.autoencoder.vector_identity:
+            offsets = dict(zip(cfg.vector_keys, np.cumsum([0, *cfg.vector_keys.values()])))
+            quats = [list(range(offsets[k] + s, offsets[k] + s + 4)) for k, starts in cfg.quaternions.items()
+                     for s in starts]
+        self.register_buffer("quat_at", torch.tensor(quats, dtype=torch.long).view(-1, 4), persistent=False)
 
     @property
     def device(self) -> torch.device:
@@ -110,6 +116,26 @@ class WorldModel(nn.Module):
             "done": torch.sigmoid(ctx.heads[:, 2]),
         }
         return self.repeat_previous(last, last + y * self.delta_std[:, None, None]), heads
+
+    def align_window(self, z: torch.Tensor, anchor: int) -> torch.Tensor:
+        """Normalised latents (B, L, C, h, w) of L consecutive frames, each made canonical on its own
+        (`encode`), with every frame's quaternions given the sign nearest its neighbour's, outward
+        from frame `anchor` (kept as it is): an object turned through half a turn then changes by its
+        motion, not by a flip of sign (rotations.py). Only where the latent is the vector itself;
+        otherwise `z` as it is."""
+        if not len(self.quat_at):
+            return z
+        at = self.quat_at
+        scale = (self.lat_std * self.vec_std)[at][..., None, None]
+        shift = (self.lat_mean * self.vec_std + self.vec_mean)[at][..., None, None]
+        q = z[:, :, at] * scale + shift  # (B, L, quaternions, 4, h, w)
+        order = [*((t, t + 1) for t in range(anchor - 1, -1, -1)), *((t, t - 1) for t in range(anchor + 1, len(q[0])))]
+        for t, ref in order:
+            flip = (q[:, t] * q[:, ref]).sum(dim=2, keepdim=True) < 0
+            q[:, t] = torch.where(flip, -q[:, t], q[:, t])
+        out = z.clone()
+        out[:, :, at] = (q - shift) / scale
+        return out
 
     def repeat_previous(self, last: torch.Tensor, nxt: torch.Tensor) -> torch.Tensor:
         """`nxt` with its previous-frame channels set from `last` (config `previous_frame`), in the

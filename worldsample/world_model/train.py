@@ -64,7 +64,7 @@ class Trainer:
         z = self._encode_windows(source, w)
         m.lat_mean.copy_(z.mean(dim=(0, 1, 3, 4)))
         m.lat_std.copy_(z.std(dim=(0, 1, 3, 4)).clamp_min(1e-3))
-        z = (z - m.lat_mean[:, None, None]) / m.lat_std[:, None, None]
+        z = m.align_window((z - m.lat_mean[:, None, None]) / m.lat_std[:, None, None], 0)
         m.delta_std.copy_((z[:, 1] - z[:, 0]).std(dim=(0, 2, 3)).clamp_min(1e-3))
 
     def _encode_windows(self, source: WindowSource, w) -> torch.Tensor:
@@ -136,7 +136,8 @@ class Trainer:
         w = Windows(pos + source.sample(self.rng, batch - n_pos, length).parts) if pos else source.sample(
             self.rng, batch, length
         )
-        z = torch.as_tensor(w.gather(self.latents.tables()), device=dev)
+        # the frames before the current one (K - 1) and after it take its quaternions' sign: targets are motion
+        z = self.model.align_window(torch.as_tensor(w.gather(self.latents.tables()), device=dev), d.history - 1)
         labels = {k: torch.as_tensor(w.gather(source.tables(k)), device=dev).float() for k in LABEL_KEYS}
         act = labels.pop("action")
         if d.history > 1 and d.start_pad_prob > 0:
