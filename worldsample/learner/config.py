@@ -94,6 +94,13 @@ class LearnerConfig(BaseModel):
             "behaviour-cloning term on demo/intervention samples in the actor loss (x mean |Q|, TD3+BC); 0: plain SAC"
         ),
     )
+    anchor_weight: float = Field(
+        0.0, ge=0.0, description="the actor held near its behaviour-cloned self on every sampled state: the squared "
+        "distance of its mean action to that of a frozen copy of the actor taken after bc_pretrain_steps, x mean |Q| "
+        "(as bc_weight), added to the actor loss. bc_weight holds the actor to the demos' actions on the demos' "
+        "states only; this also holds it at the states its own episodes reach, where the critics know least. "
+        "0 (default): off; without the human, from 10 demos, 1-20 kept behaviour cloning's level where the "
+        "defaults lose it, and with the human it held the actor away from the corrections (docs/results.md)")
     cql_weight: float = Field(
         0.0, ge=0.0, description="conservative critics (CQL, Kumar et al. 2020): each critic's soft maximum of Q over "
         "uniform and policy actions minus its Q on the data's action, times this, added to its loss, so the actor "
@@ -130,6 +137,9 @@ class LearnerConfig(BaseModel):
         if self.action_chunk > 1 and self.n_step not in (1, self.action_chunk):
             raise ValueError(f"learner.action_chunk={self.action_chunk} backs up over the chunk's steps; n_step "
                              f"({self.n_step}) must be 1 or the chunk's length")
+        if self.anchor_weight and not self.bc_pretrain_steps:
+            raise ValueError("learner.anchor_weight holds the actor near its behaviour-cloned copy: set "
+                             "bc_pretrain_steps > 0")
         if self.cql_calibrated and not self.cql_weight:
             raise ValueError("learner.cql_calibrated calibrates the conservative term: set cql_weight > 0")
         if self.obs_norm == "critics" and self.critic != "mlp":

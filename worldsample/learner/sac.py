@@ -11,6 +11,7 @@ the mixer needs from the current networks: Q-values and the actor's entropy on g
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import math
 
@@ -42,6 +43,7 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
     term on demonstration samples (the `bc_mask` column) in the actor loss."""
 
     actor_frozen = False
+    _anchor = None  # learner.anchor_weight: (encoder, head) of the actor frozen after behaviour cloning
     _actor_skip = False  # this minibatch's `actor_step` column is 0: only the critics step (learner.actor_every)
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
@@ -101,6 +103,9 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         std_weight = float(config.learner_config_dict.get("bc_std_weight", 0.0))
         if (bc_weight > 0 or std_weight > 0) and "bc_mask" in batch:
             self._add_bc_term(module_id, bc_weight, std_weight, batch, weights, fwd_out)
+        anchor_weight = float(config.learner_config_dict.get("anchor_weight", 0.0))
+        if anchor_weight > 0 and self._anchor is not None:
+            self._add_anchor_term(module_id, anchor_weight, batch, weights, fwd_out)
         # the total is reported only: each optimiser steps on its own entry of `_temp_losses`
         return sum(loss for (mid, _), loss in self._temp_losses.items() if mid == module_id)
 
@@ -174,6 +179,44 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         if bc_weight > 0:
             self.metrics.log_value((module_id, "bc_mse"), bc, window=1)
 
+    def _add_anchor_term(self, module_id, weight: float, batch, weights: torch.Tensor, fwd_out) -> None:
+        """learner.anchor_weight: the squared distance of the actor's squashed mean action to the frozen
+        behaviour-cloned copy's, on every row (weighted), x mean |Q| as the BC term, added to the actor loss."""
+        module = self.module[module_id]
+        mean = fwd_out[Columns.ACTION_DIST_INPUTS].chunk(2, dim=-1)[0]
+        with torch.no_grad():
+            encoder, head = self._anchor
+            ref = head(encoder({Columns.OBS: batch[Columns.OBS]})[ENCODER_OUT]).chunk(2, dim=-1)[0]
+        sq = ((self._squash(module, mean) - self._squash(module, ref)) ** 2).sum(-1)
+        norm = weights.sum().clamp(min=_WEIGHT_EPS)
+        dist = (weights * sq).sum() / norm
+        q_scale = (weights * fwd_out["q_curr"].abs()).sum() / norm
+        key = (module_id, POLICY_LOSS_KEY)
+        self._temp_losses[key] = self._temp_losses[key] + weight * q_scale.detach() * dist
+        self.metrics.log_value((module_id, "anchor_mse"), dist, window=1)
+
+    def take_anchor(self) -> None:
+        """Freeze a copy of the actor as it is now (after behaviour cloning) for learner.anchor_weight."""
+        module = self.module[MODULE].unwrapped()
+        self._anchor = tuple(copy.deepcopy(net).requires_grad_(False).eval() for net in (module.pi_encoder, module.pi))
+
+    def anchor_state(self) -> dict[str, np.ndarray]:
+        """The frozen copy's weights (empty without one): they travel in the trainer checkpoint."""
+        if self._anchor is None:
+            return {}
+        return {f"{part}.{k}": v.detach().cpu().numpy() for part, net in zip(("encoder", "head"), self._anchor)
+                for k, v in net.state_dict().items()}
+
+    def load_anchor(self, state: dict[str, np.ndarray]) -> None:
+        if not state:
+            self._anchor = None
+            return
+        self.take_anchor()  # the actor's structure; then the saved weights
+        for part, net in zip(("encoder", "head"), self._anchor):
+            prefix = f"{part}."
+            net.load_state_dict({k[len(prefix):]: torch.as_tensor(np.asarray(v)) for k, v in state.items()
+                                 if k.startswith(prefix)})
+
     def _spread_nll(self, module, obs: torch.Tensor, dist_inputs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Per-row -log pi(a|s) of the squashed Gaussian with its mean and the actor's features detached:
         the gradient reaches the log-std rows of the (linear) head only, never the features the mean
@@ -215,6 +258,8 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
             for _ in range(steps):
                 mse, nll = self._bc_step(module, optim, dist_cls, x, a, a_in, gen, batch_size)
         optim.zero_grad(set_to_none=True)  # leave no gradients behind for RLlib's next update
+        if self.config.learner_config_dict.get("anchor_weight", 0.0) > 0:
+            self.take_anchor()
         return {"bc_mse": float(mse.detach()), "bc_nll": float(nll.detach())}
 
     def _bc_step(self, module, optim, dist_cls, x, a, a_in, gen, batch_size):
@@ -321,6 +366,7 @@ class SACAgent:
                 learner_class=PPLSACLearner,
                 learner_config_dict={"bc_weight": cfg.bc_weight, "bc_std_weight": cfg.bc_std_weight,
                                      "backup_entropy": cfg.backup_entropy, "cql_weight": cfg.cql_weight,
+                                     "anchor_weight": cfg.anchor_weight,
                                      "rllib_reference": rllib_reference},
             )
             .debugging(seed=cfg.seed)
@@ -444,6 +490,12 @@ class SACAgent:
             o=self._norm(obs.astype(np.float32)),
             a=actions.astype(np.float32),
         )
+
+    def anchor_state(self) -> dict[str, np.ndarray]:
+        return self._on_learner(lambda learner: learner.anchor_state())
+
+    def load_anchor(self, state: dict[str, np.ndarray]) -> None:
+        self._on_learner(lambda learner, st: learner.load_anchor(st), st=state)
 
     def q_values(self, batch: Batch) -> np.ndarray:
         obs = self._norm(flatten_obs(batch, self.cfg.obs_keys))

@@ -222,7 +222,8 @@ class Learning:
         return {"learner": self.agent.group.get_state(), "mixer": self.mixer.state(),
                 "updates": self.agent.updates, "rng": self.rng.bit_generator.state,
                 "success_trained_at": self._success_trained_at, "success_retrains": self._success_retrains,
-                "obs_stats": None if self.agent.obs_mean is None else [self.agent.obs_mean, self.agent.obs_std]}
+                "obs_stats": None if self.agent.obs_mean is None else [self.agent.obs_mean, self.agent.obs_std],
+                "anchor": self.agent.anchor_state()}
 
     def load_state(self, st: dict) -> None:
         self.agent.group.set_state(st["learner"])
@@ -234,3 +235,5 @@ class Learning:
             self.agent.set_obs_stats(*(np.asarray(x, np.float32) for x in st["obs_stats"]))
         if st.get("mixer"):
             self.mixer.load_state(st["mixer"])
+        if st.get("anchor"):  # learner.anchor_weight: the behaviour-cloned copy taken before the checkpoint
+            self.agent.load_anchor(st["anchor"])
