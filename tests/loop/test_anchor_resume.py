@@ -4,6 +4,8 @@ a copy of the actor it resumed with)."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from worldsample.learner import LearnerConfig
@@ -11,7 +13,7 @@ from worldsample.loop.checkpoint import load_checkpoint, save_checkpoint
 from worldsample.loop.config import LoopConfig
 
 
-def test_the_anchor_is_taken_at_the_warm_start_and_survives_a_resume(tmp_path):
+def test_the_anchor_is_taken_at_the_warm_start_and_survives_a_resume(tmp_path, caplog):
     from worldsample.loop.learning import Learning
 
     from ..store.helpers import make_episode, new_store
@@ -51,3 +53,13 @@ def test_the_anchor_is_taken_at_the_warm_start_and_survives_a_resume(tmp_path):
         assert np.isfinite(second.learn(1)["anchor_mse"])
     finally:
         second.agent.close()
+    # a checkpoint of a run that started without the anchor: the restored actor becomes it, said in the log
+    third = Learning(tmp_path, loop, {"proprio": 3}, *bounds)
+    try:
+        with caplog.at_level(logging.WARNING):
+            third.load_state({**parts["learner"], "anchor": {}})
+        assert "holds no behaviour-cloned copy" in caplog.text
+        taken = third.agent.anchor_state()
+        assert taken.keys() == anchor.keys() and any((taken[k] != anchor[k]).any() for k in anchor)
+    finally:
+        third.agent.close()

@@ -497,6 +497,10 @@ class SACAgent:
     def load_anchor(self, state: dict[str, np.ndarray]) -> None:
         self._on_learner(lambda learner, st: learner.load_anchor(st), st=state)
 
+    def take_anchor(self) -> None:
+        """Freeze the actor as it is now as the anchor (learner.anchor_weight)."""
+        self._on_learner(lambda learner: learner.take_anchor())
+
     def q_values(self, batch: Batch) -> np.ndarray:
         obs = self._norm(flatten_obs(batch, self.cfg.obs_keys))
         return self._on_learner(

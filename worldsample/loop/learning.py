@@ -7,6 +7,7 @@ hands them to the algorithm. Ray and torch load on construction (RLlib's SAC lea
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from worldsample.ppl.mixer import make_mixer
 from worldsample.store import EpisodeStore, GroupSampler
 
 SYNTHETIC = "synthetic"
+log = logging.getLogger(__name__)
 
 
 def learner_spaces(store: EpisodeStore, loop: LoopConfig) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
@@ -237,3 +239,7 @@ class Learning:
             self.mixer.load_state(st["mixer"])
         if st.get("anchor"):  # learner.anchor_weight: the behaviour-cloned copy taken before the checkpoint
             self.agent.load_anchor(st["anchor"])
+        elif self.loop.learner.anchor_weight:
+            log.warning("learner.anchor_weight is set but the checkpoint holds no behaviour-cloned copy (the run "
+                        "started without it): the actor as restored is the anchor from here on")
+            self.agent.take_anchor()
