@@ -109,6 +109,16 @@ def test_onnx_matches_torch(tmp_path, kind, images, extra):
                 last = model.decode(torch.from_numpy(hist[:, -1]))
             np.testing.assert_allclose(out["vector"][:, 2:4], last["proprio"][:, 0:2], rtol=0, atol=1e-4)
             np.testing.assert_allclose(out["vector"][:, 4 + 6], last["state"][:, 0], rtol=0, atol=1e-4)
+    if len(model.quat_at):  # q and -q in an earlier frame of the history (what the bridge's search may hold): one step
+        at = model.quat_at.numpy()
+        scale = (model.lat_std * model.vec_std).detach().numpy()[at][..., None, None]
+        shift = (model.lat_mean * model.vec_std + model.vec_mean).detach().numpy()[at][..., None, None]
+        flipped = hist.copy()
+        flipped[:, 0, at] = (-(hist[:, 0, at] * scale + shift) - shift) / scale
+        assert np.abs(flipped - hist).max() > 1e-2
+        again = wm.step(flipped, acts, dom, ctx_noise, noise)
+        np.testing.assert_allclose(again["next"], out["next"], rtol=0, atol=1e-4)
+        np.testing.assert_allclose(torch_step(model, flipped, acts, dom, ctx_noise, noise)[0], nxt, rtol=0, atol=1e-4)
     if noise is not None:  # the noise inputs are used (and each draw where the sampler takes it)
         other = wm.step(hist, acts, dom, ctx_noise, noise[:, ::-1].copy() + 1.0)
         assert np.abs(other["next"] - out["next"]).max() > 1e-4

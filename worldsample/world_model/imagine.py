@@ -105,7 +105,6 @@ class Imaginer:
         z = self.encode(
             {key: np.asarray(context[key]).reshape(b * k, *np.asarray(context[key]).shape[2:]) for key in keys}
         ).view(b, k, -1, *([self.cfg.latent_grid] * 2))
-        z = m.align_window(z, k - 1)  # the context's quaternions continuous up to its last frame
         acts = None if actions is None else torch.as_tensor(np.asarray(actions, np.float32), device=dev)
         steps = acts.shape[1] if acts is not None else int(horizon)
         past = (

@@ -103,7 +103,11 @@ class WorldModel(nn.Module):
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """history (B, K, C, h, w) normalised latents, actions (B, K, A) ending with the action to take.
 
-        Returns the next latent and the heads of this transition (reward, success and done probability)."""
+        Returns the next latent and the heads of this transition (reward, success and done probability).
+        The history's quaternions are first made continuous up to its last frame (`align_window`), so a
+        context cut from frames each made canonical on its own (the bridge's search) reads as the
+        model was trained."""
+        history = self.align_window(history, history.shape[1] - 1)
         net = self.dynamics.member(member)
         ctx = net.context(history, actions, domain)
         last = history[:, -1]
