@@ -164,8 +164,7 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         bc = (sq * mask).sum() / mask.sum().clamp(min=1.0)
         # TD3+BC scaling: the BC term is measured against the size of Q, so it neither vanishes
         # as returns grow nor dominates when they are small
-        q_scale = (weights * fwd_out["q_curr"].abs()).sum() / weights.sum().clamp(min=_WEIGHT_EPS)
-        bc_loss = bc_weight * q_scale.detach() * bc
+        bc_loss = bc_weight * _q_scale(weights, fwd_out) * bc
         if std_weight > 0:
             # the spread follows the policy's competence on what the human did: the likelihood of
             # the human's actions with the mean held fixed trains only the log-std, so the entropy
@@ -188,11 +187,9 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
             encoder, head = self._anchor
             ref = head(encoder({Columns.OBS: batch[Columns.OBS]})[ENCODER_OUT]).chunk(2, dim=-1)[0]
         sq = ((self._squash(module, mean) - self._squash(module, ref)) ** 2).sum(-1)
-        norm = weights.sum().clamp(min=_WEIGHT_EPS)
-        dist = (weights * sq).sum() / norm
-        q_scale = (weights * fwd_out["q_curr"].abs()).sum() / norm
+        dist = (weights * sq).sum() / weights.sum().clamp(min=_WEIGHT_EPS)
         key = (module_id, POLICY_LOSS_KEY)
-        self._temp_losses[key] = self._temp_losses[key] + weight * q_scale.detach() * dist
+        self._temp_losses[key] = self._temp_losses[key] + weight * _q_scale(weights, fwd_out) * dist
         self.metrics.log_value((module_id, "anchor_mse"), dist, window=1)
 
     def take_anchor(self) -> None:
@@ -308,6 +305,11 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         mean = out["action_dist_inputs"].chunk(2, dim=-1)[0]
         # the squashed Gaussian's mode; RLlib's to_deterministic() would return it unsquashed
         return self._squash(module, mean).cpu().numpy()
+
+
+def _q_scale(weights: torch.Tensor, fwd_out) -> torch.Tensor:
+    """TD3+BC's scale for an imitation term: the critics' weighted mean |Q| on the batch, held fixed."""
+    return ((weights * fwd_out["q_curr"].abs()).sum() / weights.sum().clamp(min=_WEIGHT_EPS)).detach()
 
 
 def _critic_qs(module, batch: dict) -> torch.Tensor:

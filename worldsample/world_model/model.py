@@ -35,9 +35,9 @@ class WorldModel(nn.Module):
             ("reward_scale", 1, 1.0),
         ]:
             self.register_buffer(name, torch.full((size,), fill))
+        offsets = dict(zip(cfg.vector_keys, np.cumsum([0, *cfg.vector_keys.values()])))  # of each key in the vector
         at, of = [], []  # latent channels that repeat the previous step's (`previous_frame`)
         if cfg.copies_previous_frame:
-            offsets = dict(zip(cfg.vector_keys, np.cumsum([0, *cfg.vector_keys.values()])))
             for key, (a, o, n) in cfg.previous_frame.items():
                 at += range(offsets[key] + a, offsets[key] + a + n)
                 of += range(offsets[key] + o, offsets[key] + o + n)
@@ -45,7 +45,6 @@ class WorldModel(nn.Module):
         self.register_buffer("repeat_of", torch.tensor(of, dtype=torch.long), persistent=False)
         quats = []  # latent channels of each quaternion (`quaternions`), where the latent is the vector itself
         if cfg.quaternions and not cfg.image_keys and cfg.autoencoder.vector_identity:
-            offsets = dict(zip(cfg.vector_keys, np.cumsum([0, *cfg.vector_keys.values()])))
             quats = [list(range(offsets[k] + s, offsets[k] + s + 4)) for k, starts in cfg.quaternions.items()
                      for s in starts]
         self.register_buffer("quat_at", torch.tensor(quats, dtype=torch.long).view(-1, 4), persistent=False)
@@ -130,10 +129,9 @@ class WorldModel(nn.Module):
         if not len(self.quat_at):
             return z
         at = self.quat_at
-        scale = (self.lat_std * self.vec_std)[at][..., None, None]
-        shift = (self.lat_mean * self.vec_std + self.vec_mean)[at][..., None, None]
+        scale, shift = (v[at][..., None, None] for v in self._vector_affine())
         q = z[:, :, at] * scale + shift  # (B, L, quaternions, 4, h, w)
-        order = [*((t, t + 1) for t in range(anchor - 1, -1, -1)), *((t, t - 1) for t in range(anchor + 1, len(q[0])))]
+        order = [*((t, t + 1) for t in range(anchor - 1, -1, -1)), *((t, t - 1) for t in range(anchor + 1, z.shape[1]))]
         for t, ref in order:
             flip = (q[:, t] * q[:, ref]).sum(dim=2, keepdim=True) < 0
             q[:, t] = torch.where(flip, -q[:, t], q[:, t])
@@ -141,12 +139,16 @@ class WorldModel(nn.Module):
         out[:, :, at] = (q - shift) / scale
         return out
 
+    def _vector_affine(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Where the latent is the vector itself: per channel, raw = z * scale + shift."""
+        return self.lat_std * self.vec_std, self.lat_mean * self.vec_std + self.vec_mean
+
     def repeat_previous(self, last: torch.Tensor, nxt: torch.Tensor) -> torch.Tensor:
         """`nxt` with its previous-frame channels set from `last` (config `previous_frame`), in the
         normalised latent: the latent is the vector, so each channel is raw = z * scale + shift."""
         if not len(self.repeat_at):
             return nxt
-        scale, shift = self.lat_std * self.vec_std, self.lat_mean * self.vec_std + self.vec_mean
+        scale, shift = self._vector_affine()
         at, of = self.repeat_at, self.repeat_of
         raw = last[:, of] * scale[of][:, None, None] + shift[of][:, None, None]
         out = nxt.clone()
