@@ -74,7 +74,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     variants = {"default": [], "old (encoder, conv)": OLD} | {name: list(kv) for name, *kv in args.variant}
-    table = Table(title="held-out state RMSE / copying the last state's (ratio), per horizon")
+    table = Table(title="held-out state RMSE / copying the last state's (ratio; the last step's change "
+                  "extrapolated, as a ratio to copying), per horizon")
     for col in ("run", "model", "train s", *(f"{part} @{h}" for part in PARTS for h in HORIZONS)):
         table.add_column(col, justify="right")
     for run in args.runs:
@@ -84,8 +85,9 @@ def main() -> None:
             for part in PARTS:
                 for h in HORIZONS:
                     row = rep["horizons"][str(h)]
-                    m, c = row[f"rmse_{part}"], row[f"rmse_copy_{part}"]
-                    cells.append(f"{m:.4f}/{c:.4f} ({m / c:.2f}x)" if c > 0 else f"{m:.4f}/0")
+                    m, c, v = row[f"rmse_{part}"], row[f"rmse_copy_{part}"], row[f"rmse_velocity_{part}"]
+                    cells.append(f"{m:.4f}/{c:.4f} ({m / c:.2f}x; constant velocity {v / c:.2f}x)" if c > 0
+                                 else f"{m:.4f}/0")
             table.add_row(run.name, name, f"{seconds:.0f}", *cells)
             console.print(f"{run.name} {name}: {rep['windows']} held-out windows, {seconds:.0f} s", highlight=False)
     console.print(table)

@@ -124,17 +124,23 @@ def train(
     print_summary(summary)
 
 
+def _fidelity_cell(key: str, horizon: str, row: dict) -> str:
+    model, copy = row[key], row[key.replace("rmse_", "rmse_copy_")]
+    ratio = f", {model / copy:.2f}x" if copy > 0 else ""
+    velocity = row.get(key.replace("rmse_", "rmse_velocity_"))
+    steady = f"; constant velocity {velocity:.4f}" if velocity is not None else ""
+    return f"{horizon} steps {model:.4f} (copy {copy:.4f}{ratio}{steady})"
+
+
 def vector_fidelity_lines(wm_eval: dict) -> list[str]:
-    """The state model's held-out RMSE per horizon against copying the last state: the whole vector,
-    then each part the evaluation reports (hand, object, goal, ...); a part copying gets exactly right
-    (the goal) shows its error alone."""
+    """The state model's held-out RMSE per horizon against copying the last state (and the last step's
+    change extrapolated, where the evaluation has it): the whole vector, then each part the evaluation
+    reports (hand, object, goal, ...); a part copying gets exactly right (the goal) shows its error alone."""
     rows = wm_eval["horizons"]
-    keys = [k for k in next(iter(rows.values())) if not k.startswith("rmse_copy_")]
+    keys = [k for k in next(iter(rows.values())) if not k.startswith(("rmse_copy_", "rmse_velocity_"))]
     lines = []
     for i, key in enumerate(keys):
-        copy_key = key.replace("rmse_", "rmse_copy_")
-        fid = ", ".join(f"{h} steps {r[key]:.4f} (copy {r[copy_key]:.4f}"
-                        + (f", {r[key] / r[copy_key]:.2f}x)" if r[copy_key] > 0 else ")") for h, r in rows.items())
+        fid = ", ".join(_fidelity_cell(key, h, r) for h, r in rows.items())
         what = (f"world model v{wm_eval['version']} (no camera) {key} on held-out {wm_eval['group']} episodes"
                 if i == 0 else f"  {key}")
         lines.append(f"{what}: {fid}")

@@ -40,3 +40,11 @@ def test_the_state_models_error_is_printed_per_part_against_copying():
         "  rmse_hand: 1 steps 0.0010 (copy 0.0040, 0.25x), 8 steps 0.0060 (copy 0.0300, 0.20x)",
         "  rmse_goal: 1 steps 0.0000 (copy 0.0000), 8 steps 0.0000 (copy 0.0000)",
     ]
+
+
+def test_the_constant_velocity_baseline_is_printed_beside_copying_where_reported():
+    report = {"version": 4, "group": "real", "horizons": {
+        "1": {"rmse_state": 0.002, "rmse_copy_state": 0.004, "rmse_velocity_state": 0.001}}}
+    assert vector_fidelity_lines(report) == [
+        "world model v4 (no camera) rmse_state on held-out real episodes: 1 steps 0.0020 (copy 0.0040, 0.50x; "
+        "constant velocity 0.0010)"]

@@ -119,7 +119,7 @@ def test_a_state_model_beats_copying_and_a_sign_flip_is_not_motion(tmp_path, qua
                        split="heldout")
     parts = {"hand": ("state", slice(0, 2)), "rotation": ("state", slice(2, 6))}
     r = evaluate_vectors(model, src, horizons=[1, 4], per_episode=8, parts=parts)["horizons"]
-    assert set(r["1"]) == {f"rmse_{p}{n}" for p in ("", "copy_") for n in ("state", "hand", "rotation")}
+    assert set(r["1"]) == {f"rmse_{p}{n}" for p in ("", "copy_", "velocity_") for n in ("state", "hand", "rotation")}
     # the hand moves by the action: the model predicts it better than copying the last position
     assert r["1"]["rmse_hand"] < 0.5 * r["1"]["rmse_copy_hand"] and r["4"]["rmse_hand"] < 0.5 * r["4"]["rmse_copy_hand"]
     if quaternions:  # canonical: the rotation never changes, and the model keeps it
@@ -259,3 +259,56 @@ def test_a_state_model_predicts_a_turn_through_the_half_turn(tmp_path):
     # the turn is steady: predicted from the frames before, through the flip a canonical form has at w = 0
     for h in ("1", "4"):
         assert r[h]["rmse_rotation"] < 0.5 * r[h]["rmse_copy_rotation"], r
+    # and extrapolating the last step's change, the evaluation's second baseline, follows it too
+    assert r["1"]["rmse_velocity_rotation"] < 0.2 * r["1"]["rmse_copy_rotation"], r
+
+
+def coasting_store(path, episodes: int = 12, length: int = 24) -> EpisodeStore:
+    """state = a hand x, y that coasts: its velocity decays by 0.8 a step and the action (2 dims) adds to it,
+    so the last step's change says most of the next one's."""
+    rng = np.random.default_rng(3)
+    store = EpisodeStore(path, create=True)
+    store.ensure_group("demo", schema(2))
+    with store.writer("demo") as w:
+        for _ in range(episodes):
+            pos, vel = rng.uniform(-0.5, 0.5, 2), rng.uniform(-0.05, 0.05, 2)
+            states, acts = [], []
+            for _ in range(length):
+                a = rng.uniform(-1, 1, 2)
+                states.append(pos.copy())
+                acts.append(a)
+                vel = 0.8 * vel + 0.01 * a
+                pos = pos + vel
+            done = np.zeros(length, bool)
+            done[-1] = True
+            w.append_episode({"state": np.float32(states), "action": np.float32(acts), "done": done,
+                              "reward": np.zeros(length, np.float32), "success": np.zeros(length, bool)},
+                             domain="real")
+    return store
+
+
+def test_an_untrained_model_copies_or_extrapolates_by_its_velocity_prior():
+    history = torch.randn(4, 3, 2, 1, 1)
+    actions = torch.zeros(4, 3, 2)
+    for prior, expected in ((0.0, history[:, -1]), (1.0, 2 * history[:, -1] - history[:, -2]),
+                            (0.5, 1.5 * history[:, -1] - 0.5 * history[:, -2])):
+        cfg = state_config(vector_keys={"state": 2}, dynamics={"history": 3, "width": 32, "blocks": 2,
+                                                               "cond_dim": 32, "velocity_prior": prior})
+        model = WorldModel(cfg).eval()  # the trunk starts at zero change beyond the prior
+        with torch.no_grad():
+            nxt, _ = model.step(history, actions, torch.zeros(4, dtype=torch.long))
+        torch.testing.assert_close(nxt, expected)
+
+
+def test_a_model_trained_with_the_velocity_prior_learns_what_extrapolation_misses(tmp_path):
+    coasting_store(tmp_path)
+    torch.set_num_threads(1)
+    cfg = state_config(vector_keys={"state": 2}, dynamics={"history": 2, "width": 32, "blocks": 2, "cond_dim": 32,
+                                                           "velocity_prior": 1.0, "context_noise": 0.0})
+    model, _ = train_run(tmp_path, cfg, "demo", out_dir=tmp_path / "wm")
+    src = WindowSource(EpisodeStore(tmp_path), {"demo": 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every,
+                       split="heldout")
+    r = evaluate_vectors(model, src, horizons=[1], per_episode=8)["horizons"]["1"]
+    # trained on the change beyond the prior: a target without it would add the velocity twice
+    assert r["rmse_velocity_state"] < 0.7 * r["rmse_copy_state"], r
+    assert r["rmse_state"] < 0.7 * r["rmse_velocity_state"], r

@@ -111,7 +111,7 @@ def test_state_only_model_is_scored_by_vector_error(toy_run, tmp_path):
         evaluate(model, src, horizons=[1])
     rep = evaluate_vectors(model, src, horizons=[1, 3], per_episode=8)
     r = rep["horizons"]["1"]
-    assert set(r) == {"rmse_proprio", "rmse_copy_proprio"} and np.isfinite(rep["reward_mae"])
+    assert set(r) == {"rmse_proprio", "rmse_copy_proprio", "rmse_velocity_proprio"} and np.isfinite(rep["reward_mae"])
     assert r["rmse_proprio"] < r["rmse_copy_proprio"], rep["horizons"]
 
 

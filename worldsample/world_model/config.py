@@ -49,6 +49,11 @@ class DynamicsConfig(_Strict):
     context_noise_infer: float = Field(0.0, ge=0.0, le=2.0, description="same, at imagination time")
     start_pad_prob: float = Field(0.2, ge=0.0, le=1.0, description="share of windows trained as episode starts")
     ensemble: int = Field(1, ge=1, le=16, description="dynamics members; >1 gives disagreement")
+    velocity_prior: float = Field(
+        0.0, ge=0.0, le=1.0, description="each step predicts its change beyond this times the last frame's change "
+        "(a constant-velocity prior, damped below 1): at 0 the untrained model copies the last frame, at 1 it "
+        "extrapolates the last step. On the state profile 1 halved the one-step held-out error and raised the "
+        "8-step error on 2 of 3 runs (docs/loop.md); 0 (default)")
     domains: int = Field(2, ge=1, le=64, description="size of the domain embedding table (0 real, 1 sim)")
 
 

@@ -123,15 +123,18 @@ def evaluate(
 def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int] = (1, 8, 32), per_episode: int = 4,
                      batch: int = 64, seed: int = 0, parts: dict[str, tuple[str, slice]] | None = None) -> dict:
     """For models without images: RMSE of each predicted vector observation per horizon, with
-    copying the last observation as the baseline, and the reward head's error. `parts` (name ->
-    (vector key, slice of it)) adds the same two errors on those parts of a key (hand, object, goal).
+    copying the last observation as the baseline (and, with two frames of history or more, extrapolating
+    the last step's change at constant velocity, `rmse_velocity_*`), and the reward head's error. `parts` (name ->
+    (vector key, slice of it)) adds the same errors on those parts of a key (hand, object, goal).
     Quaternions (`quaternions`) are compared with the real one's sign nearest the prediction's, and the
     copy's: q and -q are one rotation, so neither pays for a sign the pose message happened to carry."""
     cfg = model.cfg
     K, H = cfg.dynamics.history, max(horizons)
     parts = parts or {}
     names = [*cfg.vector_keys, *parts]
-    err = {n: [] for n in names} | {f"copy_{n}": [] for n in names} | {"reward": []}
+    baselines = ("copy", "velocity") if K > 1 else ("copy",)
+    prefixes = ("", *(f"{b}_" for b in baselines))
+    err = {f"{p}{n}": [] for p in prefixes for n in names} | {"reward": []}
     windows = 0
     for _, data, out, n_windows in _rollouts(model, source, H, per_episode, batch, seed, None):
         windows = n_windows
@@ -143,13 +146,19 @@ def evaluate_vectors(model: WorldModel, source: WindowSource, horizons: list[int
             pred = out.frames[k].reshape(real.shape)
             sq[k] = (pred - align_quaternions(real, pred, q)) ** 2
             sq[f"copy_{k}"] = (last - align_quaternions(real, last, q)) ** 2
+            if K > 1:
+                prev = align_quaternions(data[k][:, K - 2 : K - 1].reshape(len(data[k]), 1, -1).astype(np.float32),
+                                         last[:, :1], q)
+                steady = last + (last[:, :1] - prev) * np.arange(1, H + 1, dtype=np.float32)[None, :, None]
+                sq[f"velocity_{k}"] = (steady - align_quaternions(real, steady, q)) ** 2
         for name, (k, sl) in parts.items():
-            sq[name], sq[f"copy_{name}"] = sq[k][..., sl], sq[f"copy_{k}"][..., sl]
+            for p in prefixes:
+                sq[f"{p}{name}"] = sq[f"{p}{k}"][..., sl]
         for n, v in sq.items():
             err[n].append(v.mean(-1))
         err["reward"].append(np.abs(out.reward - data["reward"][:, K - 1 : K - 1 + H]))
     curve = {n: np.concatenate(v).mean(axis=0) for n, v in err.items()}
-    rmse_keys = [*names, *(f"copy_{n}" for n in names)]
+    rmse_keys = [f"{p}{n}" for p in prefixes for n in names]
     return {
         "windows": windows,
         "groups": list(source.groups),

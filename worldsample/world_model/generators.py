@@ -1,7 +1,8 @@
 """The four generative mechanisms on the shared backbone.
 
-Every generator works on the normalised change of the latent, y = (z_next - z_last) / delta_std,
-so "no change" is y = 0 and all of them start from the copy-last-frame baseline. Each has
+Every generator works on the normalised change of the latent, y = (z_next - z_last - prior) / delta_std,
+so "no change beyond the prior" is y = 0 and all of them start from the prior's baseline: copying the
+last frame (prior 0, the default) or extrapolating its change (`dynamics.velocity_prior`). Each has
 `loss(net, ctx, y)` for training (torch's global RNG, seeded by the trainer) and
 `sample(net, ctx, shape, noise)` for imagination, where `noise(shape)` draws standard-normal
 tensors from a seeded generator, so imagination is deterministic under a seed.

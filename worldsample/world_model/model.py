@@ -118,7 +118,15 @@ class WorldModel(nn.Module):
             "success": torch.sigmoid(ctx.heads[:, 1]),
             "done": torch.sigmoid(ctx.heads[:, 2]),
         }
-        return self.repeat_previous(last, last + y * self.delta_std[:, None, None]), heads
+        return self.repeat_previous(last, last + self.prior_change(history) + y * self.delta_std[:, None, None]), heads
+
+    def prior_change(self, history: torch.Tensor) -> torch.Tensor | float:
+        """The change a step is predicted beyond: `dynamics.velocity_prior` times the last frame's change
+        (0 with one frame of history or the prior off)."""
+        beta = self.cfg.dynamics.velocity_prior
+        if not beta or history.shape[1] < 2:
+            return 0.0
+        return beta * (history[:, -1] - history[:, -2])
 
     def align_window(self, z: torch.Tensor, anchor: int) -> torch.Tensor:
         """Normalised latents (B, L, C, h, w) of L consecutive frames, each made canonical on its own

@@ -168,7 +168,7 @@ class Trainer:
                 a = act[:, r : r + K]
                 noisy = hist + d.context_noise * torch.randn_like(hist)
                 ctx = net.context(noisy, a, dom)
-                y = (z[:, r + K] - hist[:, -1]) / m.delta_std[:, None, None]
+                y = (z[:, r + K] - hist[:, -1] - m.prior_change(hist)) / m.delta_std[:, None, None]
                 loss = (
                     loss + m.generator.loss(net, ctx, y) + t.head_weight * self._head_loss(ctx.heads, labels, r + K - 1)
                 )
