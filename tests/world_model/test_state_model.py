@@ -59,12 +59,17 @@ def hand_store(path, dim: int, frame, episodes: int = 10, length: int = 20, seed
                 states.append(np.asarray(frame(pos, prev, t), np.float32))
                 acts.append(a)
                 prev, pos = pos, pos + 0.05 * a
-            done = np.zeros(length, bool)
-            done[-1] = True
-            w.append_episode({"state": np.stack(states), "action": np.stack(acts), "done": done,
-                              "reward": np.zeros(length, np.float32), "success": np.zeros(length, bool)},
-                             domain="real")
+            append_episode(w, states, acts)
     return store
+
+
+def append_episode(writer, states, actions) -> None:
+    """One real episode of these states and actions, done at its last step, no reward or success."""
+    n = len(states)
+    done = np.zeros(n, bool)
+    done[-1] = True
+    writer.append_episode({"state": np.float32(states), "action": np.float32(actions), "done": done,
+                           "reward": np.zeros(n, np.float32), "success": np.zeros(n, bool)}, domain="real")
 
 
 def store_with_flips(path) -> EpisodeStore:
@@ -279,11 +284,7 @@ def coasting_store(path, episodes: int = 12, length: int = 24) -> EpisodeStore:
                 acts.append(a)
                 vel = 0.8 * vel + 0.01 * a
                 pos = pos + vel
-            done = np.zeros(length, bool)
-            done[-1] = True
-            w.append_episode({"state": np.float32(states), "action": np.float32(acts), "done": done,
-                              "reward": np.zeros(length, np.float32), "success": np.zeros(length, bool)},
-                             domain="real")
+            append_episode(w, states, acts)
     return store
 
 
