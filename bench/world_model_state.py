@@ -86,7 +86,7 @@ def main() -> None:
                 for h in HORIZONS:
                     row = rep["horizons"][str(h)]
                     m, c, v = row[f"rmse_{part}"], row[f"rmse_copy_{part}"], row.get(f"rmse_velocity_{part}")
-                    steady = f"; constant velocity {v / c:.2f}x" if v is not None else ""  # history 1: no velocity
+                    steady = f"; constant velocity {v / c:.2f}x" if v is not None and c > 0 else ""  # history 1: none
                     cells.append(f"{m:.4f}/{c:.4f} ({m / c:.2f}x{steady})" if c > 0 else f"{m:.4f}/0")
             table.add_row(run.name, name, f"{seconds:.0f}", *cells)
             console.print(f"{run.name} {name}: {rep['windows']} held-out windows, {seconds:.0f} s", highlight=False)

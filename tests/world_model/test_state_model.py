@@ -268,6 +268,18 @@ def test_a_state_model_predicts_a_turn_through_the_half_turn(tmp_path):
     assert r["1"]["rmse_velocity_rotation"] < 0.2 * r["1"]["rmse_copy_rotation"], r
 
 
+def test_a_one_frame_model_is_scored_against_copying_alone(tmp_path):
+    store_with_flips(tmp_path)
+    torch.set_num_threads(1)
+    cfg = state_config(quaternions={"state": [2]}, dynamics={"history": 1, "width": 32, "blocks": 2, "cond_dim": 32},
+                       train={"batch": 32, "ae_steps": 10, "dyn_steps": 20})
+    model, _ = train_run(tmp_path, cfg, "demo", out_dir=tmp_path / "wm")
+    src = WindowSource(EpisodeStore(tmp_path), {"demo": 1.0}, cache_keys(model.cfg), model.cfg.train.holdout_every,
+                       split="heldout")
+    r = evaluate_vectors(model, src, horizons=[1, 2], per_episode=4)["horizons"]  # no past action to pass on
+    assert set(r["1"]) == {"rmse_state", "rmse_copy_state"}  # one frame has no velocity to extrapolate
+
+
 def coasting_store(path, episodes: int = 12, length: int = 24) -> EpisodeStore:
     """state = a hand x, y that coasts: its velocity decays by 0.8 a step and the action (2 dims) adds to it,
     so the last step's change says most of the next one's."""

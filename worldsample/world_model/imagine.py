@@ -110,7 +110,7 @@ class Imaginer:
         past = (
             torch.zeros(b, k - 1, self.cfg.action_dim, device=dev)
             if context_actions is None
-            else torch.as_tensor(np.asarray(context_actions, np.float32), device=dev).view(b, k - 1, -1)
+            else torch.as_tensor(np.asarray(context_actions, np.float32), device=dev).view(b, k - 1, m.cfg.action_dim)
         )
         hist, past = self._pad(z[:, -K:], past[:, max(k - K, 0) :])
         dom = torch.as_tensor(np.broadcast_to(np.asarray(domain), (b,)).copy(), device=dev).long()
