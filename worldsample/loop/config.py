@@ -116,6 +116,10 @@ class LoopConfig(BaseModel):
         "learner holds `learner.utd` on the robot's clock; 300 is two default episodes: one on the arm while the "
         "learner learns the last; null: the arm never waits and the learner falls behind when it is slower")
     interventions: bool = Field(True, description="a simulated human takes over when the policy strays (HIL-SERL)")
+    intervention_penalty: float = Field(
+        0.0, ge=0.0, le=10.0, description="the reward of the policy's last step before each takeover is lowered by "
+        "this much (RLIF: the human's stepping in says the policy went wrong), so the critics learn which motions "
+        "call the human; 0: the task's reward alone (HIL-SERL)")
     imitate_successes: bool = Field(
         False, description="the online episodes the policy won without a human step join the demos and "
         "interventions: they share the demo half of each batch by size and get the behaviour-cloning term "

@@ -77,8 +77,9 @@ class Learning:
         self.algorithm = SACAlgorithm(self.agent, loop.reward, loop.reward_scale)
         self.demo = self._sampler(demo)
         real = self._reader("real")
-        self.online = self._sampler(real)
-        self.interventions = self._sampler(real, step_key="intervention")
+        penalty = loop.intervention_penalty  # only the robot's own steps can hand over to a human
+        self.online = self._sampler(real, intervention_penalty=penalty)
+        self.interventions = self._sampler(real, step_key="intervention", intervention_penalty=penalty)
         # loop.imitate_successes: the episodes the policy won with no human step, imitated like demos
         self.successes = self._sampler(real, where=won_alone(real)) if loop.imitate_successes else None
         self.mixer = make_mixer(loop.ppl, self.demo, self.online, self.interventions, critic=self.agent,

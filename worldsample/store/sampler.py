@@ -12,6 +12,10 @@ past the end repeat the last one; the backup masks everything after it).
 With `returns_to_go`, `nstep` also returns `mc_return`: the discounted sum of the rewards from step
 t to its episode's end (Monte-Carlo, the return the episode's own actions earned; Cal-QL's
 reference value).
+
+With `intervention_penalty` c > 0 the reward of a policy step whose next step a human drove (the
+last step before a takeover) is lowered by c (RLIF: the human's decision to step in is itself a
+reward signal), in transitions, n-step sums and `mc_return` alike.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ class _Index:
     """Per-step episode bounds for one cache version (recomputed only when the cache changes)."""
 
     def __init__(self, reader: GroupReader, where: Callable[[EpisodeRecord], bool] | None, step_key: str | None = None,
-                 chunk: int = 1):
+                 chunk: int = 1, penalty: float = 0.0):
         c = reader.cache
         self.version = c.version
         self.ep_end = np.repeat(c.ep_start + c.ep_len, c.ep_len)  # exclusive end of each step's episode
@@ -47,14 +51,29 @@ class _Index:
         self.transitions = steps[ok]
         self._windows: dict[int, np.ndarray] = {}
         self._returns: dict[tuple[str, float], np.ndarray] = {}
+        self._rewards: dict[str, np.ndarray] = {}
         self._c = c
+        self.penalty = float(penalty)
+
+    def reward(self, reward_key: str) -> np.ndarray:
+        """Per cached step (float32): the reward key, less `penalty` on each takeover's last policy step."""
+        r = self._c.view(reward_key).reshape(self._c.size)
+        if not self.penalty:
+            return r.astype(np.float32, copy=False)
+        if reward_key not in self._rewards:
+            human = self._c.view("intervention").reshape(self._c.size).astype(bool)
+            onset = np.zeros(self._c.size, bool)
+            # step t hands over when the policy drove it and a human drives t + 1 in the same episode
+            onset[:-1] = ~human[:-1] & human[1:] & (np.arange(1, self._c.size) < self.ep_end[:-1])
+            self._rewards[reward_key] = (r.astype(np.float32) - np.float32(self.penalty) * onset).astype(np.float32)
+        return self._rewards[reward_key]
 
     def returns_to_go(self, reward_key: str, gamma: float) -> np.ndarray:
         """Per cached step: sum over k >= 0 of gamma^k r[t + k], up to the end of the step's episode."""
         key = (reward_key, float(gamma))
         if key not in self._returns:
             c = self._c
-            r = c.view(reward_key).reshape(c.size).astype(np.float64)
+            r = self.reward(reward_key).astype(np.float64)
             out = np.zeros(c.size, np.float64)
             for s, n in zip(c.ep_start, c.ep_len):
                 if gamma > 0 and n * -np.log(gamma) < 600:  # gamma^n stays clear of float64's underflow (1e-308)
@@ -85,7 +104,8 @@ class GroupSampler:
     the steps a human drove); `reward_key` names the step key summed as reward (e.g. "success" for
     a sparse success reward); `action_chunk` > 1 makes `nstep` return chunks of that many actions
     (then n must be the chunk's length); `returns_to_go` adds each step's Monte-Carlo return
-    (`mc_return`) to `nstep`'s batches; several samplers may share one reader."""
+    (`mc_return`) to `nstep`'s batches; `intervention_penalty` lowers the reward of the last policy
+    step before each takeover (module docstring); several samplers may share one reader."""
 
     def __init__(
         self,
@@ -96,6 +116,7 @@ class GroupSampler:
         reward_key: str = "reward",
         action_chunk: int = 1,
         returns_to_go: bool = False,
+        intervention_penalty: float = 0.0,
     ):
         if reader.cache is None:
             raise StoreError("sampling needs a reader with cache=True")
@@ -114,6 +135,11 @@ class GroupSampler:
             raise ValueError(f"action_chunk must be >= 1, got {action_chunk}")
         self.action_chunk = action_chunk
         self.returns_to_go = returns_to_go
+        if intervention_penalty < 0:
+            raise ValueError(f"intervention_penalty must be >= 0, got {intervention_penalty}")
+        if intervention_penalty and "intervention" not in reader.keys:
+            raise StoreError(f"group {reader.name!r} does not cache key 'intervention' for intervention_penalty")
+        self.intervention_penalty = float(intervention_penalty)
         self._index: _Index | None = None
 
     def refresh(self) -> int:
@@ -121,7 +147,7 @@ class GroupSampler:
 
     def _idx(self) -> _Index:
         if self._index is None or self._index.version != self.reader.cache.version:
-            self._index = _Index(self.reader, self.where, self.step_key, self.action_chunk)
+            self._index = _Index(self.reader, self.where, self.step_key, self.action_chunk, self.intervention_penalty)
         return self._index
 
     @property
@@ -174,6 +200,8 @@ class GroupSampler:
         return out
 
     def _rewards(self, rows: np.ndarray) -> np.ndarray:
+        if self.intervention_penalty:
+            return self._idx().reward(self.reward_key)[rows]
         # no copy for the float32 reward itself: the default path is one gather, as before
         return self.reader.cache.view(self.reward_key)[rows].astype(np.float32, copy=False)
 
