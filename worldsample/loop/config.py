@@ -119,7 +119,8 @@ class LoopConfig(BaseModel):
     intervention_penalty: float = Field(
         0.0, ge=0.0, le=10.0, description="the reward of the policy's last step before each takeover is lowered by "
         "this much (RLIF: the human's stepping in says the policy went wrong), so the critics learn which motions "
-        "call the human; 0: the task's reward alone (HIL-SERL)")
+        "call the human; 0: the task's reward alone (HIL-SERL). At 1, with the human, state profile, 5 seeds: the "
+        "human's share of the last quarter 34 % against 46 %, final success IQM 65 % against 77 % (docs/results.md)")
     imitate_successes: bool = Field(
         False, description="the online episodes the policy won without a human step join the demos and "
         "interventions: they share the demo half of each batch by size and get the behaviour-cloning term "
