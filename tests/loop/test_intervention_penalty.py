@@ -5,35 +5,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from worldsample.learner import LearnerConfig
-from worldsample.loop.config import LoopConfig
+from ..store.helpers import make_episode
+from .helpers import record_batches, tiny_learning
 
 PENALTY = 0.7
 
 
 def test_the_loops_batches_charge_the_step_before_each_takeover(tmp_path):
-    from worldsample.loop.learning import Learning
-
-    from ..store.helpers import make_episode, new_store
-
-    store = new_store(tmp_path, group="demo")
-    store.ensure_group("real", store.schema("demo"))
-    with store.writer("demo") as w:
-        for s in (1, 2):
-            w.append_episode(make_episode(s, 12, terminal=True))  # a success on the last step
-    loop = LoopConfig(robot="sim", ppl={"mode": "off"}, min_real_for_learning=1, intervention_penalty=PENALTY,
-                      learner=LearnerConfig(obs_keys=["proprio"], hidden=[16, 16], batch_size=64,
-                                            bc_pretrain_steps=0, critic_warmup_updates=0))
-    learning = Learning(tmp_path, loop, {"proprio": 3}, -np.ones(2, np.float32), np.ones(2, np.float32))
+    store, learning = tiny_learning(tmp_path, {"batch_size": 64}, intervention_penalty=PENALTY)
     try:
         real = make_episode(3, 10)
         real["intervention"] = np.zeros(10, bool)
         real["intervention"][[4, 5]] = True  # the human drives steps 4-5: the arm's step 3 handed over
         with store.writer("real") as w:
             w.append_episode(real)
-        batches = []
-        update = learning.agent.update_many
-        learning.agent.update_many = lambda bs: batches.extend(bs) or update(bs)
+        batches = record_batches(learning)
         learning.learn(8)
         assert batches
         seen = set()
