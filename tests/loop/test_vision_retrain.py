@@ -88,3 +88,27 @@ def test_the_operators_marks_are_learned_from(retrain_run):
 
     data = load_success_data(run, learning.encoder, ["real"], labelled_only=("real",))
     assert len(data.episodes) == 1 and data.target.sum() == 1 and data.target[-1]
+
+
+def test_a_sampler_built_before_retraining_sees_the_new_rewards(retrain_run):
+    """Derived rewards (the intervention penalty's, Monte-Carlo returns) are cached per cache version:
+    deriving `success_pred` again must count as a change, or those samplers keep the old classifier's."""
+    from worldsample.loop.vision import use_classifier
+    from worldsample.store import GroupSampler
+
+    _, _, learning, first, _ = retrain_run
+    reader, newest = learning.demo.reader, learning.success_classifier  # where the two classifiers differ
+    s = GroupSampler(reader, obs_keys=["proprio"], reward_key="success_pred", intervention_penalty=0.5,
+                     returns_to_go=True)
+    rng = np.random.default_rng(0)
+    s.nstep(rng, 8, 1, 0.9)  # builds the derived rewards with the newest classifier
+    try:
+        use_classifier([reader], first)
+        _, want = first.predict(reader.cache.view("latent"), reader.cache.view("proprio"))
+        rewards = s._idx().reward("success_pred")
+        human = reader.cache.view("intervention").astype(bool)
+        steps = ~np.r_[human[1:] & ~human[:-1], False]  # steps no takeover follows keep their decision
+        assert (want != newest.predict(reader.cache.view("latent"), reader.cache.view("proprio"))[1]).any()
+        np.testing.assert_array_equal(rewards[steps], want[steps].astype(np.float32))
+    finally:
+        use_classifier([reader], newest)

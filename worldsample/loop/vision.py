@@ -168,6 +168,7 @@ class LatentCache(StepCache):
         if self.size:
             views = {k: self.view(k) for k in self.data}
             self.view(SUCCESS_PRED_KEY)[:] = success_decisions(classifier, views[LATENT_KEY], views)
+            self.version += 1  # a change: samplers derive their rewards and returns again
 
 
 def success_decisions(classifier, latent: np.ndarray, arrays: dict[str, np.ndarray]) -> np.ndarray:
