@@ -21,9 +21,10 @@ def tiny_learning(tmp_path, learner: dict, **loop):
     with store.writer("demo") as w:
         for s in (1, 2):
             w.append_episode(make_episode(s, 12, terminal=True))
-    cfg = LoopConfig(robot="sim", ppl={"mode": "off"}, min_real_for_learning=1, **loop,
-                     learner=LearnerConfig(obs_keys=["proprio"], hidden=[16, 16], **{
-                         "batch_size": 16, "bc_pretrain_steps": 0, "critic_warmup_updates": 0, **learner}))
+    tiny = {"obs_keys": ["proprio"], "hidden": [16, 16], "batch_size": 16, "bc_pretrain_steps": 0,
+            "critic_warmup_updates": 0}
+    cfg = LoopConfig(robot="sim", ppl={"mode": "off"}, min_real_for_learning=1, learner=LearnerConfig(**tiny | learner),
+                     **loop)
     return store, Learning(tmp_path, cfg, {"proprio": 3}, -np.ones(2, np.float32), np.ones(2, np.float32))
 
 

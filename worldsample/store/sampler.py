@@ -57,15 +57,16 @@ class _Index:
 
     def reward(self, reward_key: str) -> np.ndarray:
         """Per cached step (float32): the reward key, less `penalty` on each takeover's last policy step."""
-        r = self._c.view(reward_key).reshape(self._c.size)
+        if reward_key in self._rewards:
+            return self._rewards[reward_key]
+        r = self._c.view(reward_key).reshape(self._c.size).astype(np.float32, copy=False)
         if not self.penalty:
-            return r.astype(np.float32, copy=False)
-        if reward_key not in self._rewards:
-            human = self._c.view("intervention").reshape(self._c.size).astype(bool)
-            onset = np.zeros(self._c.size, bool)
-            # step t hands over when the policy drove it and a human drives t + 1 in the same episode
-            onset[:-1] = ~human[:-1] & human[1:] & (np.arange(1, self._c.size) < self.ep_end[:-1])
-            self._rewards[reward_key] = (r.astype(np.float32) - np.float32(self.penalty) * onset).astype(np.float32)
+            return r
+        human = self._c.view("intervention").reshape(self._c.size).astype(bool)
+        onset = np.zeros(self._c.size, bool)
+        # step t hands over when the policy drove it and a human drives t + 1 in the same episode
+        onset[:-1] = ~human[:-1] & human[1:] & (np.arange(1, self._c.size) < self.ep_end[:-1])
+        self._rewards[reward_key] = r - np.float32(self.penalty) * onset
         return self._rewards[reward_key]
 
     def returns_to_go(self, reward_key: str, gamma: float) -> np.ndarray:
