@@ -184,6 +184,29 @@ def test_resume_continues_from_the_checkpointed_round_and_state(tmp_path):
     assert meta["round"] == 4  # rounds 3 and 4 after the three of the first run
 
 
+class Pretraining(Learner):
+    def pretrain(self):
+        self.rec.calls.append(("learner", "pretrain"))
+        return {"pretrain/transitions": float(LENGTH), "pretrain/bc_mse": 0.1}
+
+
+def test_a_resume_before_the_first_checkpoint_logs_from_the_stores_step(tmp_path):
+    """Killed after two episodes but before a checkpoint was published: the warm start runs again,
+    and its row sits at the store's step count, not at 0 (metrics steps never go back)."""
+    store, rec = run_dir(tmp_path), Recorder()
+    with store.writer("real") as w:
+        for seed in (1, 2):
+            w.append_episode(make_episode(seed, LENGTH))
+    loop_cfg, parts = lockstep(tmp_path, store, rec, real_steps=3 * LENGTH)
+    parts.learner = Local(Pretraining(rec))
+    Loop(tmp_path, loop_cfg, parts, LOCKSTEP, resume=True).run()
+    assert rec.calls[0] == ("learner", "pretrain")
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    pre = [m for m in metrics if "pretrain/bc_mse" in m]
+    assert [m["step"] for m in pre] == [2 * LENGTH]
+    assert min(m["step"] for m in metrics) == 2 * LENGTH
+
+
 class Slow:
     """A pending call that finishes after `polls` checks (a world model training beside the learner)."""
 

@@ -223,7 +223,9 @@ class Loop:
             if pre:
                 version = get(learner, "export", {"round": -1, "real_steps": 0, "pretrain": True})
                 self.status.set(policy_version=int(version))
-                self.metrics.log(0, pre)
+                # a run resumed before its first checkpoint was published keeps counting from its store
+                self.real.refresh()
+                self.metrics.log(self.real.num_steps, pre)
                 self.events.emit(
                     "pretrain",
                     f"behaviour cloning on {int(pre['pretrain/transitions'])} demo transitions, "
