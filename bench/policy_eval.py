@@ -20,8 +20,9 @@ number (newer = better: what deploying the latest assumes).
 versions before the latest), each optionally named (`loop=latest~1,demo=1`). `--search N` runs
 Best-of-N on one checkpoint (`--search-policy`: the last one, the one of median real success, or
 the best) once per `--search-score` (success: imagined success then return; value: the learner's
-return so far + gamma^H V from the run's trainer checkpoint), in the first world model listed,
-against the base policy from the same initial states.
+return so far + gamma^H V from the run's trainer checkpoint; critic: the same critic's Q of each
+candidate's first action, no world model, the ablation that shows what the model adds to value), in
+the first world model listed, against the base policy from the same initial states.
 
 Nothing is written into the run directories; `--out` takes the JSON of everything measured,
 `--md` the table as Markdown, `--plot` one scatter PNG (a panel per world model, a colour per run).
@@ -253,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--search", type=int, default=0, help="N of a Best-of-N run (0: none)")
     ap.add_argument("--search-horizon", type=int, default=10)
     ap.add_argument("--search-episodes", type=int, default=10)
-    ap.add_argument("--search-score", default="success", help="comma-separated: success, value")
+    ap.add_argument("--search-score", default="success", help="comma-separated: success, value, critic "
+                    "(the critic's Q of each candidate's first action, no world model: what the model adds to value)")
     ap.add_argument("--search-policy", default="last", choices=["last", "median", "best"])
     ap.add_argument("--search-spread", type=float, default=None,
                     help="candidates: the deterministic action + N(0, spread^2) instead of the policy's own samples")
@@ -272,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     wm_specs = [s.strip() for s in args.world_model.split(",") if s.strip()]
     search_scores = [s.strip() for s in args.search_score.split(",") if s.strip()]
-    if unknown := set(search_scores) - {"success", "value"}:
-        raise SystemExit(f"--search-score takes success and/or value, not {sorted(unknown)}")
+    if unknown := set(search_scores) - {"success", "value", "critic"}:
+        raise SystemExit(f"--search-score takes success, value and/or critic, not {sorted(unknown)}")
 
     if args.summarise:
         docs = [json.loads(p.read_text()) for p in args.summarise]
@@ -323,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             base_v = search_policy(args.search_policy, versions, real)
             seeds = [eval_seed0() + i for i in range(args.search_episodes)]
             for score in search_scores:
-                critic = load_critic(run) if score == "value" else None
+                critic = load_critic(run) if score in ("value", "critic") else None
                 t1 = time.perf_counter()
                 s = run_search(model, load_actor(run, base_v), run_env_config(run), seeds, args.search,
                                args.search_horizon, samples=args.samples, seed=args.seed, score=score, critic=critic,

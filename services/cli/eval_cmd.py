@@ -68,7 +68,7 @@ def policies(
         report = evaluate_policies(run, versions, real=real, starts=starts, n_starts=n_starts, horizon=horizon,
                                    samples=samples, seed=seed, episodes=episodes, wm_version=world_model,
                                    on_progress=lambda m: status.update(m))
-    name = report_name("policy_eval")
+    name = report_name("policy_eval", run)
     path = write_report(run, report, name)
     table = Table(title=f"policies in world model {report['world_model']} ({report['generator']}), "
                         f"{report['n_starts']} {starts} starts x {report['samples']}, horizon {report['horizon']}")
@@ -121,8 +121,10 @@ def search(
     seed: Annotated[int, typer.Option(help="Seed of the candidates and imagined futures.")] = 0,
     world_model: WmOpt = None,
     score: Annotated[str, typer.Option(help=(
-        "What ranks the candidates: success (discounted imagined success, then predicted return) or value "
-        f"(the learner's return so far + gamma^H * V(end state), V from the critic in {RUN.trainer}/)."))] = "success",
+        "What ranks the candidates: success (discounted imagined success, then predicted return), value "
+        f"(the learner's return so far + gamma^H * V(end state), V from the critic in {RUN.trainer}/) or "
+        "critic (that critic's Q of each candidate's first action, no world model: what the model adds to "
+        "value)."))] = "success",
 ) -> None:
     from worldsample.errors import ConfigError
     from worldsample.evaluation.critic import load_critic
@@ -132,13 +134,13 @@ def search(
     from worldsample.evaluation.starts import eval_seed0
     from worldsample.policy import PolicyRegistry, load_actor
 
-    if score not in ("success", "value"):
-        raise ConfigError(f"--score must be success or value, got {score!r}")
+    if score not in ("success", "value", "critic"):
+        raise ConfigError(f"--score must be success, value or critic, got {score!r}")
     registry = PolicyRegistry(run)
     version = parse_versions(policy, registry.versions())[0] if policy else registry.latest_version()
     if version is None:
         raise ConfigError(f"no policy published in {registry.root} yet")
-    critic = load_critic(run) if score == "value" else None  # before anything slow: no checkpoint, no search
+    critic = load_critic(run) if score != "success" else None  # before anything slow: no checkpoint, no search
     actor = load_actor(run, version)
     model, wm_v = load_world_model(run, world_model)
     env_cfg = run_env_config(run)
@@ -155,11 +157,11 @@ def search(
     report["policies"] = [
         {"policy": f"v{version}", "episodes": episodes, "success_rate": report["base_success"],
          "mean_return": report["base_mean_return"]},
-        {"policy": f"v{version} best-of-{n}" + (" (value)" if score == "value" else ""), "episodes": episodes,
+        {"policy": f"v{version} best-of-{n}" + (f" ({score})" if score != "success" else ""), "episodes": episodes,
          "success_rate": report["search_success"], "mean_return": report["search_mean_return"]},
     ]
-    path = write_report(run, report, report_name("best_of_n"))
-    scored = "success" if critic is None else f"value (critic of trainer checkpoint v{critic.source['checkpoint']})"
+    path = write_report(run, report, report_name("best_of_n", run))
+    scored = "success" if critic is None else f"{score} (critic of trainer checkpoint v{critic.source['checkpoint']})"
     console.print(f"policy v{version}, world model v{wm_v}: base {_pct(report['base_success'])}, best-of-{n} "
                   f"(horizon {horizon}, scored by {scored}) {_pct(report['search_success'])} over the same "
                   f"{episodes} initial states ({100 * report['gain']:+.0f} points)")

@@ -53,3 +53,16 @@ def test_eval_search_n1_matches_the_base_policy(run):
     assert report["base_episodes"] == report["search_episodes"] and report["gain"] == 0.0
     assert report["decisions"]["fallbacks"] == 0 and report["decisions"]["decisions"] == 8
     assert [r["policy"] for r in report["policies"]] == ["v2", "v2 best-of-1"]
+
+
+
+def test_a_report_never_replaces_one_of_the_same_second(tmp_path, monkeypatch):
+    from worldsample.evaluation import policies
+
+    monkeypatch.setattr(policies.time, "strftime", lambda fmt: "20261206-120000")  # one second, three reports
+    names = []
+    for n in range(3):
+        names.append(policies.report_name("best_of_n", tmp_path))
+        policies.write_report(tmp_path, {"n": n}, names[-1])
+    assert names == ["best_of_n_20261206-120000", "best_of_n_20261206-120000-2", "best_of_n_20261206-120000-3"]
+    assert [json.loads((tmp_path / "reports" / f"{x}.json").read_text())["n"] for x in names] == [0, 1, 2]

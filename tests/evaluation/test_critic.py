@@ -81,5 +81,11 @@ def test_eval_search_by_value(run):
     assert report["score"] == "value" and report["critic"]["checkpoint"] == 1 and report["critic"]["critics"] == 2
     assert report["decisions"]["decisions"] == 4 and report["decisions"]["mean_best_score"] is not None
     assert [r["policy"] for r in report["policies"]] == ["v4", "v4 best-of-4 (value)"]
+    res = CliRunner().invoke(app, ["eval", "search", str(run), "--n", "4", "--horizon", "2", "--episodes", "1",
+                                   "--score", "critic"])
+    assert res.exit_code == 0, res.output
+    newest = max((run / "reports").glob("best_of_n_*.json"), key=lambda p: p.stat().st_mtime_ns)
+    report = json.loads(newest.read_text())
+    assert report["score"] == "critic" and report["policies"][1]["policy"] == "v4 best-of-4 (critic)"
     bad = CliRunner().invoke(app, ["eval", "search", str(run), "--score", "reward"])
-    assert bad.exit_code == 2 and "success or value" in bad.output
+    assert bad.exit_code == 2 and "success, value or critic" in bad.output

@@ -180,3 +180,35 @@ def test_value_score_needs_a_critic_on_predicted_keys():
     with pytest.raises(ConfigError, match="score"):
         BestOfN(PointMass(), actor(0.1, stochastic=True), n=2, horizon=2, score="reward")
     assert STATE == 39
+
+
+def action_critic(weights) -> Critic:
+    """Q(s, a) = weights . a: a critic that prefers some actions, whatever the state."""
+    w = np.asarray(weights, np.float32)
+    return Critic(nets=[lambda x, a: a @ w], obs_keys=["state"])
+
+
+@pytest.mark.parametrize("spread", [None, 0.3])
+def test_critic_score_executes_the_first_action_the_critic_values_most_without_imagining(spread):
+    """score=critic, the ablation of value: the candidates' first actions ranked by Q(s, a) at the real
+    observation; the world model is never stepped."""
+    base = actor(-0.3, stochastic=spread is None, log_std=0.5)
+    model = PointMass()
+    steps = []
+    step = model.step
+    model.step = lambda *a, **kw: steps.append(1) or step(*a, **kw)
+    planner = BestOfN(model, base, n=8, horizon=5, seed=0, spread=spread, score="critic",
+                      critic=action_critic([1.0, 0.0, 0.0, 0.0]))
+    obs = observations(6)
+    got = drive(planner, obs)
+    assert steps == []
+    last = planner.last
+    np.testing.assert_allclose(last["scores"], last["actions"][:, 0, 0], rtol=1e-6)
+    np.testing.assert_array_equal(got[-1], last["actions"][last["best"], 0])
+    np.testing.assert_array_equal(last["actions"][0, 0], base.act(obs[-1]))  # candidate 0: the base action
+    assert all(g[0] > -0.3 for g in got) and planner.stats.chose_base == 0
+    # a critic that cannot tell the actions apart keeps the base action (ties go to the base)
+    flat = BestOfN(model, base, n=8, horizon=5, seed=0, spread=spread, score="critic", critic=action_critic([0.0] * 4))
+    np.testing.assert_array_equal(drive(flat, obs), np.stack([base.act(o) for o in obs]))
+    with pytest.raises(ConfigError, match="critic"):
+        BestOfN(model, base, n=8, horizon=5, spread=spread, score="critic")

@@ -195,8 +195,17 @@ def write_report(run_dir: str | Path, report: dict, name: str) -> Path:
     return path
 
 
-def report_name(prefix: str) -> str:
-    return f"{prefix}_{time.strftime('%Y%m%d-%H%M%S')}"
+def report_name(prefix: str, run_dir: str | Path | None = None) -> str:
+    """<prefix>_<date>-<time>; with `run_dir`, <...>-2, -3 and so on when that report exists already
+    (two reports in one second), so that a new report never replaces an earlier one."""
+    name = f"{prefix}_{time.strftime('%Y%m%d-%H%M%S')}"
+    if run_dir is None:
+        return name
+    reports, n, free = RunFiles.of(run_dir).reports, 1, name
+    while (reports / f"{free}.json").exists():
+        n += 1
+        free = f"{name}-{n}"
+    return free
 
 
 def plot_scatter(report: dict, path: Path) -> Path | None:

@@ -18,6 +18,9 @@ produced closed loop on its first imagined future and, when the model is stochas
   `loop.reward_scale` for `task`). A chunk ended by a success or done label is not bootstrapped
   (terminal, as the learner's targets); one that reaches the horizon is. The critic sees past the
   horizon, where the success labels of a short chunk see nothing.
+- `critic`: no world model at all, the ablation that says what the model adds to `value`: the
+  candidates' first actions (the base action, then the same spread or samples) ranked by the
+  critic's Q(s, a) at the real observation.
 
 Ties go to the lower index, so to the base policy. With N = 1 the only candidate is the base
 policy, and the executed actions are the base policy's.
@@ -66,7 +69,7 @@ class SearchStats:
         return d
 
 
-SCORES = ("success", "value")
+SCORES = ("success", "value", "critic")
 
 
 class BestOfN:
@@ -99,9 +102,9 @@ class BestOfN:
             )
         if score not in SCORES:
             raise ConfigError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-        if score == "value":
+        if score in ("value", "critic"):
             if critic is None:
-                raise ConfigError("score=value needs the learner's critic (load_critic(run))")
+                raise ConfigError(f"score={score} needs the learner's critic (load_critic(run))")
             unknown = [k for k in critic.obs_keys if k not in model.cfg.vector_keys]
             if unknown:
                 raise ConfigError(f"the critic reads {unknown}, which the world model does not predict "
@@ -156,6 +159,29 @@ class BestOfN:
 
     # -- one decision ------------------------------------------------------------------------------
 
+    def _candidate_actions(self, obs: dict[str, np.ndarray], base: np.ndarray) -> np.ndarray:
+        """(n, A): the base action, then n - 1 around it (spread) or sampled from the policy."""
+        out = np.repeat(base[None].astype(np.float32), self.n, axis=0)
+        for c in range(1, self.n):
+            if self.spread is not None:
+                out[c] = np.clip(base + self.rng.normal(0.0, self.spread, self.low.shape), self.low, self.high)
+            else:
+                out[c] = self.actor.act(obs, explore=True, rng=self.rng)
+        return out
+
+    def _by_critic(self, obs: dict[str, np.ndarray], base: np.ndarray, warmup: bool) -> np.ndarray:
+        """score=critic: the candidate whose first action the critic values most, no imagination."""
+        acts = self._candidate_actions(obs, base)
+        q = self.critic.q({k: np.repeat(np.asarray(obs[k])[None], self.n, axis=0) for k in self.critic.obs_keys},
+                          acts)
+        best = int(np.argmax(q))  # the first of equal values: the base action
+        self.last = {"scores": [float(v) for v in q], "best": best, "actions": acts[:, None].copy()}
+        if not warmup:
+            self.stats.chose_base += best == 0
+            self.stats.best_score_sum += float(q[best])
+            self.stats.base_score_sum += float(q[0])
+        return acts[best]
+
     def _candidate_policy(self):
         n, S, actor = self.n, self.samples, self.actor
         keys = [o.key for o in actor.config.obs]
@@ -179,6 +205,8 @@ class BestOfN:
     def _decide(self, budgeted: bool, t0: float | None = None, warmup: bool = False) -> tuple[np.ndarray, bool]:
         obs = self._obs[-1]
         base = self.actor.act(obs)
+        if self.score == "critic":
+            return self._by_critic(obs, base, warmup), True
         rows = self.n * self.samples
         k = len(self._obs)
         ctx = {key: np.repeat(np.stack([o[key] for o in self._obs])[None], rows, axis=0) for key in self.keys}
