@@ -21,8 +21,9 @@ versions before the latest), each optionally named (`loop=latest~1,demo=1`). `--
 Best-of-N on one checkpoint (`--search-policy`: the last one, the one of median real success, or
 the best) once per `--search-score` (success: imagined success then return; value: the learner's
 return so far + gamma^H V from the run's trainer checkpoint; critic: the same critic's Q of each
-candidate's first action, no world model, the ablation that shows what the model adds to value), in
-the first world model listed, against the base policy from the same initial states.
+candidate's first action, no world model, the ablation that shows what the model adds to value;
+random: a candidate drawn at random, the control for the candidates' noise alone), in the first
+world model listed, against the base policy from the same initial states.
 
 Nothing is written into the run directories; `--out` takes the JSON of everything measured,
 `--md` the table as Markdown, `--plot` one scatter PNG (a panel per world model, a colour per run).
@@ -236,6 +237,17 @@ def report(entries: list[dict], searches: list[dict], md_path: Path | None, plot
             say(f"wrote {png}")
 
 
+def random_critic(model, seed: int):
+    """A 'critic' of uniform random values: score=critic with it executes a random candidate, the
+    control for the candidates' own noise (with a spread, the base action plus noise)."""
+    import numpy as np
+
+    from worldsample.evaluation.critic import Critic
+
+    rng = np.random.default_rng(seed)
+    return Critic(nets=[lambda x, a: rng.random(len(x))], obs_keys=list(model.cfg.vector_keys))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="*", type=Path, help="run directories")
@@ -255,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--search-horizon", type=int, default=10)
     ap.add_argument("--search-episodes", type=int, default=10)
     ap.add_argument("--search-score", default="success", help="comma-separated: success, value, critic "
-                    "(the critic's Q of each candidate's first action, no world model: what the model adds to value)")
+                    "(the critic's Q of each candidate's first action, no world model: what the model adds to value), "
+                    "random (a candidate drawn at random: what the candidates' noise does without any choosing)")
     ap.add_argument("--search-policy", default="last", choices=["last", "median", "best"])
     ap.add_argument("--search-spread", type=float, default=None,
                     help="candidates: the deterministic action + N(0, spread^2) instead of the policy's own samples")
@@ -274,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     wm_specs = [s.strip() for s in args.world_model.split(",") if s.strip()]
     search_scores = [s.strip() for s in args.search_score.split(",") if s.strip()]
-    if unknown := set(search_scores) - {"success", "value", "critic"}:
-        raise SystemExit(f"--search-score takes success, value and/or critic, not {sorted(unknown)}")
+    if unknown := set(search_scores) - {"success", "value", "critic", "random"}:
+        raise SystemExit(f"--search-score takes success, value, critic and/or random, not {sorted(unknown)}")
 
     if args.summarise:
         docs = [json.loads(p.read_text()) for p in args.summarise]
@@ -325,11 +338,13 @@ def main(argv: list[str] | None = None) -> int:
             base_v = search_policy(args.search_policy, versions, real)
             seeds = [eval_seed0() + i for i in range(args.search_episodes)]
             for score in search_scores:
-                critic = load_critic(run) if score in ("value", "critic") else None
+                critic = random_critic(model, args.seed) if score == "random" else (
+                    load_critic(run) if score in ("value", "critic") else None)
                 t1 = time.perf_counter()
                 s = run_search(model, load_actor(run, base_v), run_env_config(run), seeds, args.search,
-                               args.search_horizon, samples=args.samples, seed=args.seed, score=score, critic=critic,
-                               spread=args.search_spread)
+                               args.search_horizon, samples=args.samples, seed=args.seed, critic=critic,
+                               score="critic" if score == "random" else score, spread=args.search_spread)
+                s["score"] = score
                 d = s["decisions"]
                 say(f"  best-of-{args.search} ({score}) on v{base_v} in world model v{wm_v}: base "
                     f"{fmt(s['base_success'])} -> {fmt(s['search_success'])} ({100 * s['gain']:+.0f} points; "
