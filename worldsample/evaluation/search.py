@@ -157,6 +157,12 @@ class BestOfN:
             self._acts.append(action)
         return action
 
+    def executed(self, action: np.ndarray) -> None:
+        """The arm executed `action` instead of the last decision's (a human took over): the imagined
+        history of the next decisions holds what was done."""
+        if self.K > 1 and self._acts:
+            self._acts[-1] = np.asarray(action, np.float32)
+
     # -- one decision ------------------------------------------------------------------------------
 
     def _candidate_actions(self, obs: dict[str, np.ndarray], base: np.ndarray) -> np.ndarray:

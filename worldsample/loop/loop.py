@@ -425,6 +425,8 @@ class Loop:
             row.update({"eval/episodes": float(ev["episodes"]), "eval/successes": float(ev["successes"])})
         if ev.get("policy_version") is not None:
             row["eval/policy_version"] = float(ev["policy_version"])
+        if ev.get("searched_steps"):  # loop.search: the evaluation's steps whose action Best-of-N chose
+            row["eval/searched_steps"] = float(ev["searched_steps"])
         return row
 
     def _save(self, parts: dict, round_: int) -> None:

@@ -5,6 +5,10 @@ Evaluator     success of the latest exported policy, deterministic, on held-out 
               of the sim; on a physical arm set loop.eval_episodes=0);
 SimCollector  an Evaluator that also steps the arm with the exploring policy (and the simulated
               human, when interventions are on) and commits one episode per call into `real`.
+
+With `loop.search` both act through Best-of-N in the run's world model (worldsample/loop/search.py)
+once the run has a world model and a trainer checkpoint: evaluations with `search.evaluate`, the
+collector with `search.collect` (its candidates, the action plus noise, are then its exploration).
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ class Evaluator:
         self.policy, self.version = None, None
         self._queue: list[np.ndarray] = []  # the rest of the policy's action chunk (learner.action_chunk)
         self._policies = VersionWatcher(VersionedDir(RunFiles.of(run_dir).policies))
+        self.search = None
+        if loop.search.n:
+            from worldsample.loop.search import LoopSearch
+
+            self.search = LoopSearch(run_dir, loop.search, loop.seed)
 
     def ready(self) -> bool:
         """Constructed: the loop waits for this before other parts open the store."""
@@ -48,6 +57,8 @@ class Evaluator:
             self.policy = self._load(version) if vision else load_actor(self.run_dir, version, chunks=True)
             self.version = version
             self._policies.accept(version)
+        if self.search is not None:
+            self.search.refresh(self.policy)
 
     def _load(self, version: int):
         """The image profile: the version's policy.onnx (frozen encoder + actor) through onnxruntime,
@@ -66,6 +77,8 @@ class Evaluator:
         start and whenever the human takes over."""
         if self.policy is None:
             return self.eval_env.action_space.sample().astype(np.float32)
+        if self._searching(explore):
+            return self.search.act(obs)
         if not self._queue:
             if explore and self.loop.explore:
                 out = self.policy.act(obs, explore=True, rng=self.rng, noise_scale=self.loop.explore_scale)
@@ -74,12 +87,23 @@ class Evaluator:
             self._queue = list(out.reshape(-1, self.eval_env.action_space.shape[0]))
         return self._queue.pop(0)
 
+    def _searching(self, explore: bool) -> bool:
+        s = self.search
+        return s is not None and s.active and (s.cfg.collect if explore else s.cfg.evaluate)
+
+    def _start(self, obs, explore: bool) -> None:
+        """A new episode at `obs`: no chunk left, the search's imagined history empty."""
+        self._queue = []
+        if self._searching(explore):
+            self.search.reset(obs)
+
     def evaluate(self, episodes: int, seed0: int) -> dict:
         self._refresh_policy()
         wins, steps = 0, 0
+        searched = self.search.decisions if self.search else 0
         for i in range(episodes):
             obs, _ = self.eval_env.reset(seed=seed0 + i)
-            self._queue = []
+            self._start(obs, explore=False)
             while True:
                 obs, _, terminated, truncated, info = self.eval_env.step(self._action(obs, explore=False))
                 steps += 1
@@ -95,6 +119,7 @@ class Evaluator:
             "successes": wins,
             "policy_version": self.version,
             "mean_length": steps / n,
+            "searched_steps": (self.search.decisions - searched) if self.search else 0,
         }
 
     def close(self) -> None:
@@ -120,7 +145,8 @@ class SimCollector(Evaluator):
         if self.expert:
             self.expert.reset()
         ep = self.writer.begin_episode()
-        self._queue = []
+        self._start(obs, explore=True)
+        searched = self.search.decisions if self.search else 0
         while True:
             action = self._action(obs, explore=True)
             intervened = False
@@ -128,14 +154,19 @@ class SimCollector(Evaluator):
                 action, intervened = self.expert.filter(action)
                 if intervened:  # the human has the controls: the rest of the chunk is not played
                     self._queue = []
+                    if self._searching(True):
+                        self.search.executed(action)
             nobs, reward, terminated, truncated, info = self.env.step(action)
             ep.add_step({**obs, "action": action, "reward": np.float32(reward), "done": bool(terminated),
                          "intervention": intervened, "success": bool(info["success"])})
             obs = nobs
             if terminated or truncated:
                 break
+        extra = {"seed": seed}
+        if self.search:  # the steps whose action Best-of-N chose
+            extra["searched_steps"] = self.search.decisions - searched
         rec = ep.commit(policy_version=self.version, domain="real", domain_info=self.env.unwrapped.domain_info(),
-                        extra={"seed": seed})
+                        extra=extra)
         return {"episode": rec.episode, "length": rec.length, "success": rec.success, "return": rec.episode_return,
                 "interventions": rec.interventions, "policy_version": self.version}
 
