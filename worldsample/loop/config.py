@@ -44,7 +44,9 @@ class SearchConfig(BaseModel):
     learner's critic where they end (`value`) or by imagined success (`success`); the first action of
     the best is executed. Offline, on the last policies of five 4,000-step runs, value at horizon 3 or
     10 raised success on 50 held-out states by 5 points on the mean, where the critic alone on the
-    same candidates lost 9 and a random candidate 2 (docs/results.md)."""
+    same candidates lost 9 and a random candidate 2. In the loop (5 seeds, 4,000 steps) evaluating
+    through it ended 4 points higher on the mean but not sooner at 80 %, and collecting through it
+    cost 19 points of final success: off by default (docs/results.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
