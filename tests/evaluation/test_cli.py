@@ -55,7 +55,6 @@ def test_eval_search_n1_matches_the_base_policy(run):
     assert [r["policy"] for r in report["policies"]] == ["v2", "v2 best-of-1"]
 
 
-
 def test_a_report_never_replaces_one_of_the_same_second(tmp_path, monkeypatch):
     from worldsample.evaluation import policies
 

@@ -165,19 +165,19 @@ class BestOfN:
 
     # -- one decision ------------------------------------------------------------------------------
 
-    def _candidate_actions(self, obs: dict[str, np.ndarray], base: np.ndarray) -> np.ndarray:
-        """(n, A): the base action, then n - 1 around it (spread) or sampled from the policy."""
-        out = np.repeat(base[None].astype(np.float32), self.n, axis=0)
-        for c in range(1, self.n):
-            if self.spread is not None:
-                out[c] = np.clip(base + self.rng.normal(0.0, self.spread, self.low.shape), self.low, self.high)
-            else:
-                out[c] = self.actor.act(obs, explore=True, rng=self.rng)
-        return out
+    def _candidate(self, c: int, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """Candidate c's action at `obs`: the policy's own for c = 0, else that action plus
+        N(0, spread^2) (clipped to the action range) or a sample of the stochastic policy."""
+        if c == 0:
+            return self.actor.act(obs)
+        if self.spread is not None:
+            a = self.actor.act(obs) + self.rng.normal(0.0, self.spread, self.low.shape)
+            return np.clip(a, self.low, self.high)
+        return self.actor.act(obs, explore=True, rng=self.rng)
 
     def _by_critic(self, obs: dict[str, np.ndarray], base: np.ndarray, warmup: bool) -> np.ndarray:
         """score=critic: the candidate whose first action the critic values most, no imagination."""
-        acts = self._candidate_actions(obs, base)
+        acts = np.stack([base, *(self._candidate(c, obs) for c in range(1, self.n))]).astype(np.float32)
         q = self.critic.q({k: np.repeat(np.asarray(obs[k])[None], self.n, axis=0) for k in self.critic.obs_keys},
                           acts)
         best = int(np.argmax(q))  # the first of equal values: the base action
@@ -196,14 +196,7 @@ class BestOfN:
             out = np.empty((n * S, actor.config.action_dim), np.float32)
             for c in range(n):
                 lead = {k: obs[k][c * S] for k in keys}  # the chunk follows its first imagined future
-                if c == 0:
-                    a = actor.act(lead)
-                elif self.spread is not None:
-                    a = actor.act(lead) + self.rng.normal(0.0, self.spread, self.low.shape)
-                    a = np.clip(a, self.low, self.high)
-                else:
-                    a = actor.act(lead, explore=True, rng=self.rng)
-                out[c * S : (c + 1) * S] = a
+                out[c * S : (c + 1) * S] = self._candidate(c, lead)
             return out
 
         return policy

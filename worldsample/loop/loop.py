@@ -208,6 +208,7 @@ class Loop:
         self._restore_pause()
         self.hold()
         restored = load_checkpoint(self.ckpt_root) if self.resume else None
+        pre = None  # the warm start's row, when there was one
         if restored:
             parts, meta = restored
             get(learner, "load_state", parts["learner"])
@@ -234,6 +235,8 @@ class Loop:
         self.real.refresh()
         # the store is the truth: episodes committed after the checkpoint count once
         self.seen_steps = self.real.num_steps
+        if pre:  # at the store's count: a run resumed before its first checkpoint was published counts on
+            self.metrics.log(self.seen_steps, pre)
         if self._evaluates():
             row = self._eval_row()
             self.summary.success_before = row["eval/success_rate"]
