@@ -224,9 +224,6 @@ class Loop:
             if pre:
                 version = get(learner, "export", {"round": -1, "real_steps": 0, "pretrain": True})
                 self.status.set(policy_version=int(version))
-                # a run resumed before its first checkpoint was published keeps counting from its store
-                self.real.refresh()
-                self.metrics.log(self.real.num_steps, pre)
                 self.events.emit(
                     "pretrain",
                     f"behaviour cloning on {int(pre['pretrain/transitions'])} demo transitions, "
