@@ -71,9 +71,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="continual rounds after the first (the loop: one per "
                     "wm_every_episodes)")
     ap.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME [KEY=VALUE ...]")
+    ap.add_argument("--no-old", action="store_true", help="leave out the old model (its encoder takes minutes)")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    variants = {"default": [], "old (encoder, conv)": OLD} | {name: list(kv) for name, *kv in args.variant}
+    variants = {"default": []} | ({} if args.no_old else {"old (encoder, conv)": OLD})
+    variants |= {name: list(kv) for name, *kv in args.variant}
     table = Table(title="held-out state RMSE / copying the last state's (ratio; the last step's change "
                   "extrapolated, as a ratio to copying), per horizon")
     for col in ("run", "model", "train s", *(f"{part} @{h}" for part in PARTS for h in HORIZONS)):

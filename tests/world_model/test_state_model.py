@@ -325,3 +325,33 @@ def test_a_model_trained_with_the_velocity_prior_learns_what_extrapolation_misse
     # trained on the change beyond the prior: a target without it would add the velocity twice
     assert r["rmse_velocity_state"] < 0.7 * r["rmse_copy_state"], r
     assert r["rmse_state"] < 0.7 * r["rmse_velocity_state"], r
+
+
+def test_an_imagined_quaternion_stays_a_unit_rotation_however_far_the_network_moves_it():
+    cfg = state_config(quaternions={"state": [2]})
+    model = WorldModel(cfg).eval()
+    with torch.no_grad():
+        model.vec_std.fill_(0.1)
+        model.dynamics.member(0).trunk[-1].bias.fill_(3.0)  # a large change on every channel
+        state = torch.from_numpy(np.concatenate([[0.1, 0.2], ROTATION, [0.3]]).astype(np.float32))
+        z = ((state - model.vec_mean) / model.vec_std)[None, None, :, None, None].repeat(1, 2, 1, 1, 1)
+        nxt, _ = model.step(z, torch.zeros(1, 2, 2), torch.zeros(1, dtype=torch.long))
+    out = model.decode(nxt)["state"][0]
+    assert torch.linalg.norm(out[2:6]) == pytest.approx(1.0, abs=1e-5)
+    assert abs(out[0] - state[0]) > 0.1  # the other channels moved as the network said, unscaled
+
+
+def test_the_dynamics_reads_a_state_far_outside_its_data_at_the_clip_and_imagines_from_the_state_itself():
+    far = torch.zeros(3, 2, 7, 1, 1)
+    far[:, :, 4] = 50.0  # 50 standard deviations out on one channel
+    edge = far.clamp(-5, 5)
+    actions, domain = torch.randn(3, 2, 2), torch.zeros(3, dtype=torch.long)
+    for clip, same in ((5.0, True), (0.0, False)):
+        model = WorldModel(state_config(dynamics={"history": 2, "width": 32, "blocks": 2, "cond_dim": 32,
+                                                  "input_clip": clip})).eval()
+        net = model.dynamics.member(0)
+        with torch.no_grad():
+            a, b = net.context(far, actions, domain), net.context(edge, actions, domain)
+            nxt, _ = model.step(far, actions, domain)
+        assert torch.equal(a.features, b.features) == same
+        assert torch.allclose(nxt[:, 4], far[:, -1, 4])  # an untrained model copies: the state is not clipped

@@ -55,6 +55,11 @@ class DynamicsConfig(_Strict):
         "extrapolates the last step. On the state profile 1 lowered the one-step held-out error on 5 of 6 runs "
         "(to 0.18-0.40x copying's) and raised the 8-step error on 4 (docs/loop.md); 0 (default)")
     domains: int = Field(2, ge=1, le=64, description="size of the domain embedding table (0 real, 1 sim)")
+    input_clip: float = Field(
+        5.0, ge=0.0, le=100.0, description="the context latents the dynamics reads are clipped to +-this many "
+        "standard deviations (0: off), as RL observation normalisers clip: a state far outside the training data "
+        "(a puck tipped on its side) no longer drives the network into extrapolation. The imagined state is "
+        "never clipped")
 
 
 class GeneratorConfig(_Strict):

@@ -46,6 +46,14 @@ def level_embedding(level: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.cat([ang.sin(), ang.cos()], dim=1)
 
 
+def clip_inputs(latents: torch.Tensor, clip: float) -> torch.Tensor:
+    """The context latents the stem reads, clipped to +-clip (normalised units; 0: as they are). A state
+    far outside the training data (a puck tipped on its side, 10 standard deviations out) then reads as
+    the edge of what was seen instead of sending the network into extrapolation. Only the stem's input:
+    the imagined state itself is never clipped."""
+    return latents.clamp(-clip, clip) if clip else latents
+
+
 @dataclass
 class Context:
     """Stem output for one batch of windows: reused by every trunk call of a sampler."""
@@ -59,7 +67,7 @@ class Backbone(nn.Module):
     def __init__(self, cfg: WorldModelConfig):
         super().__init__()
         d, c = cfg.dynamics, cfg.latent_channels
-        self.cfg = cfg
+        self.cfg, self.clip = cfg, d.input_clip
         self.act = nn.Sequential(
             nn.Linear(cfg.action_dim * d.history, d.cond_dim), nn.SiLU(), nn.Linear(d.cond_dim, d.cond_dim)
         )
@@ -77,7 +85,7 @@ class Backbone(nn.Module):
     def context(self, latents: torch.Tensor, actions: torch.Tensor, domain: torch.Tensor) -> Context:
         """latents (B, K, C, h, w), actions (B, K, A) with the current action last, domain (B,)."""
         cond = self.act(actions.flatten(1)) + self.domain(domain)
-        h = self.stem_in(latents.flatten(1, 2))
+        h = self.stem_in(clip_inputs(latents, self.clip).flatten(1, 2))
         for blk in self.stem:
             h = blk(h, cond)
         heads = self.heads(torch.cat([h.mean(dim=(2, 3)), cond], dim=1))
@@ -101,6 +109,7 @@ class MLPBackbone(nn.Module):
     def __init__(self, cfg: WorldModelConfig):
         super().__init__()
         d, c = cfg.dynamics, cfg.latent_channels
+        self.clip = d.input_clip
         self.act = nn.Sequential(
             nn.Linear(cfg.action_dim * d.history, d.cond_dim), nn.SiLU(), nn.Linear(d.cond_dim, d.cond_dim)
         )
@@ -118,7 +127,7 @@ class MLPBackbone(nn.Module):
 
     def context(self, latents: torch.Tensor, actions: torch.Tensor, domain: torch.Tensor) -> Context:
         cond = self.act(actions.flatten(1)) + self.domain(domain)
-        h = self.stem(torch.cat([latents.flatten(1), cond], dim=1))
+        h = self.stem(torch.cat([clip_inputs(latents, self.clip).flatten(1), cond], dim=1))
         heads = self.heads(torch.cat([h, cond], dim=1))
         return Context(h[:, :, None, None], cond, heads)
 

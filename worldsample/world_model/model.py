@@ -118,7 +118,8 @@ class WorldModel(nn.Module):
             "success": torch.sigmoid(ctx.heads[:, 1]),
             "done": torch.sigmoid(ctx.heads[:, 2]),
         }
-        return self.repeat_previous(last, last + self.prior_change(history) + y * self.delta_std[:, None, None]), heads
+        nxt = last + self.prior_change(history) + y * self.delta_std[:, None, None]
+        return self.unit_quaternions(self.repeat_previous(last, nxt)), heads
 
     def prior_change(self, history: torch.Tensor) -> torch.Tensor | float:
         """The change a step is predicted beyond: `dynamics.velocity_prior` times the last frame's change
@@ -145,6 +146,21 @@ class WorldModel(nn.Module):
             q[:, t] = torch.where(flip, -q[:, t], q[:, t])
         out = z.clone()
         out[:, :, at] = (q - shift) / scale
+        return out
+
+    def unit_quaternions(self, z: torch.Tensor) -> torch.Tensor:
+        """Normalised latents (B, C, h, w) with every quaternion channel group scaled back to unit norm:
+        a predicted rotation stays a rotation. Without it an object far from the states the model saw
+        (a puck tipped on its side) drifts off the unit sphere, and its error compounds step by step.
+        Only where the latent is the vector itself; otherwise `z` as it is. Traceable (no branches)."""
+        if not len(self.quat_at):
+            return z
+        at = self.quat_at
+        scale, shift = (v[at][..., None, None] for v in self._vector_affine())
+        q = z[:, at] * scale + shift  # (B, quaternions, 4, h, w)
+        q = q / q.norm(dim=2, keepdim=True).clamp_min(1e-6)
+        out = z.clone()
+        out[:, at] = (q - shift) / scale
         return out
 
     def _vector_affine(self) -> tuple[torch.Tensor, torch.Tensor]:
