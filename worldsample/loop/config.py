@@ -28,9 +28,7 @@ def _small_world_model() -> WorldModelConfig:
     cfg.train.ae_steps, cfg.train.dyn_steps, cfg.train.batch = 300, 300, 32
     cfg.train.groups = {"demo": 1.0}
     cfg.dynamics.ensemble = 2  # two members: their disagreement is what the synthesiser's uncertainty veto cuts on
-    # a damped constant-velocity prior and a wider MLP: 0.21-0.24x copying's one-step error and 0.42-0.52x at 8
-    # steps on two runs' held-out episodes, against 0.37-0.49x and 0.58-0.63x (docs/loop.md)
-    cfg.dynamics.velocity_prior, cfg.dynamics.width = 0.7, 128
+    cfg.dynamics.velocity_prior = 0.7  # the damped constant-velocity prior (docs/loop.md, "States it never saw")
     return cfg
 
 
