@@ -16,10 +16,8 @@ from worldsample.world_model.config import WorldModelConfig
 def _small_world_model() -> WorldModelConfig:
     """CPU-sized continual post-training: a few hundred steps per round, on the state itself (the
     normalised state as the latent, an MLP for the dynamics, the object's quaternions canonical, the
-    previous frame the state carries copied): 0.34-0.47x copying's one-step error on held-out real
-    episodes of five runs (0.33-0.65x at 8 steps; the encoder-and-convolution model 0.63-0.88x at one
-    step on three of them), in an eighth of its training time (docs/loop.md, "The state profile's world
-    model")."""
+    previous frame the state carries copied), in an eighth of the encoder-and-convolution model's
+    training time (docs/loop.md, "The state profile's world model")."""
     cfg = WorldModelConfig(image_keys=[], vector_keys={"state": STATE_DIM}, quaternions={"state": QUATERNIONS},
                            previous_frame={"state": PREVIOUS_FRAME})
     cfg.autoencoder.vector_latent_dim = 32  # the encoder's latent, when vector_identity is turned off
