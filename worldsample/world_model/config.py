@@ -53,7 +53,8 @@ class DynamicsConfig(_Strict):
         0.0, ge=0.0, le=1.0, description="each step predicts its change beyond this times the last frame's change "
         "(a constant-velocity prior, damped below 1): at 0 the untrained model copies the last frame, at 1 it "
         "extrapolates the last step. On the state profile 1 lowered the one-step held-out error on 5 of 6 runs "
-        "(to 0.18-0.40x copying's) and raised the 8-step error on 4 (docs/loop.md); 0 (default)")
+        "(to 0.18-0.40x copying's) and raised the 8-step error on 4; with `input_clip` it lowers both (docs/loop.md). "
+        "0 (default); the loop's state model uses 0.7")
     domains: int = Field(2, ge=1, le=64, description="size of the domain embedding table (0 real, 1 sim)")
     input_clip: float = Field(
         5.0, ge=0.0, le=100.0, description="the context latents the dynamics reads are clipped to +-this many "

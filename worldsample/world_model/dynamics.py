@@ -49,8 +49,8 @@ def level_embedding(level: torch.Tensor, dim: int) -> torch.Tensor:
 def clip_inputs(latents: torch.Tensor, clip: float) -> torch.Tensor:
     """The context latents the stem reads, clipped to +-clip (normalised units; 0: as they are). A state
     far outside the training data (a puck tipped on its side, 4-7 standard deviations out) then reads as
-    no further out than the clip instead of sending the network further into extrapolation. Only the stem's input:
-    the imagined state itself is never clipped."""
+    no further out than the clip instead of sending the network further into extrapolation. Only the
+    stem's input: the imagined state itself is never clipped."""
     return latents.clamp(-clip, clip) if clip else latents
 
 

@@ -138,7 +138,7 @@ class WorldModel(nn.Module):
         if not len(self.quat_at):
             return z
         at = self.quat_at
-        scale, shift = (v[at][..., None, None] for v in self._vector_affine())
+        scale, shift = self._quaternion_affine()
         q = z[:, :, at] * scale + shift  # (B, L, quaternions, 4, h, w)
         order = [*((t, t + 1) for t in range(anchor - 1, -1, -1)), *((t, t - 1) for t in range(anchor + 1, z.shape[1]))]
         for t, ref in order:
@@ -156,12 +156,17 @@ class WorldModel(nn.Module):
         if not len(self.quat_at):
             return z
         at = self.quat_at
-        scale, shift = (v[at][..., None, None] for v in self._vector_affine())
+        scale, shift = self._quaternion_affine()
         q = z[:, at] * scale + shift  # (B, quaternions, 4, h, w)
         q = q / q.norm(dim=2, keepdim=True).clamp_min(1e-6)
         out = z.clone()
         out[:, at] = (q - shift) / scale
         return out
+
+    def _quaternion_affine(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(quaternions, 4, 1, 1) scale and shift of the quaternion channels: raw = z * scale + shift."""
+        scale, shift = self._vector_affine()
+        return scale[self.quat_at][..., None, None], shift[self.quat_at][..., None, None]
 
     def _vector_affine(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Where the latent is the vector itself: per channel, raw = z * scale + shift."""
