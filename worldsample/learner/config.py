@@ -101,6 +101,12 @@ class LearnerConfig(BaseModel):
         "states only; this also holds it at the states its own episodes reach, where the critics know least. "
         "0 (default): off; without the human, from 10 demos, 1-20 kept behaviour cloning's level where the "
         "defaults lose it, and with the human it held the actor away from the corrections (docs/results.md)")
+    actor_ema: float = Field(
+        0.0, ge=0.0, lt=1.0, description="the policy the robot and the evaluations run is a Polyak average of the "
+        "actor: after every actor step it moves this fraction of the way to the learning actor (started at the "
+        "behaviour-cloned actor), so one noisy actor update changes what the arm does by a fraction of itself "
+        "(policy churn, Schaul et al. 2022). The learner's own losses, entropy and Q-values use the learning actor. "
+        "0 (default): the learning actor itself")
     cql_weight: float = Field(
         0.0, ge=0.0, description="conservative critics (CQL, Kumar et al. 2020): each critic's soft maximum of Q over "
         "uniform and policy actions minus its Q on the data's action, times this, added to its loss, so the actor "

@@ -45,6 +45,7 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
     actor_frozen = False
     _anchor = None  # learner.anchor_weight: (encoder, head) of the actor frozen after behaviour cloning
     _actor_skip = False  # this minibatch's `actor_step` column is 0: only the critics step (learner.actor_every)
+    _ema = None  # learner.actor_ema: (encoder, head), the Polyak-averaged actor that is exported and evaluated
 
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         super().configure_optimizers_for_module(module_id, config)
@@ -71,6 +72,27 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
     def set_actor_frozen(self, frozen: bool) -> None:
         """Critic warm-up: while frozen, only the critics learn (actor and temperature keep their values)."""
         self.actor_frozen = bool(frozen)
+
+    def _uncompiled_update(self, batch, **kwargs):
+        out = super()._uncompiled_update(batch, **kwargs)
+        rate = float(self.config.learner_config_dict.get("actor_ema", 0.0))
+        if rate > 0 and not (self.actor_frozen or self._actor_skip):  # after every step the actor took
+            self._ema_step(rate)
+        return out
+
+    def _ema_step(self, rate: float) -> None:
+        if self._ema is None:  # no behaviour cloning to start from: the actor as it is now
+            self.reset_ema()
+            return
+        module = self.module[MODULE].unwrapped()
+        online = [p for net in (module.pi_encoder, module.pi) for p in net.parameters()]
+        averaged = [p for net in self._ema for p in net.parameters()]
+        with torch.no_grad():
+            torch._foreach_lerp_(averaged, online, rate)
+
+    def reset_ema(self) -> None:
+        """learner.actor_ema: the average starts again from the actor as it is now."""
+        self._ema = self._actor_copy()
 
     def compute_gradients(self, loss_per_module, **kwargs):
         grads = super().compute_gradients(loss_per_module, **kwargs)
@@ -192,27 +214,39 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         self._temp_losses[key] = self._temp_losses[key] + weight * _q_scale(weights, fwd_out) * dist
         self.metrics.log_value((module_id, "anchor_mse"), dist, window=1)
 
+    def _actor_copy(self) -> tuple[torch.nn.Module, torch.nn.Module]:
+        """(encoder, head): a copy of the actor as it is now, outside every optimiser."""
+        module = self.module[MODULE].unwrapped()
+        return tuple(copy.deepcopy(net).requires_grad_(False).eval() for net in (module.pi_encoder, module.pi))
+
     def take_anchor(self) -> None:
         """Freeze a copy of the actor as it is now (after behaviour cloning) for learner.anchor_weight."""
-        module = self.module[MODULE].unwrapped()
-        self._anchor = tuple(copy.deepcopy(net).requires_grad_(False).eval() for net in (module.pi_encoder, module.pi))
+        self._anchor = self._actor_copy()
 
     def anchor_state(self) -> dict[str, np.ndarray]:
         """The frozen copy's weights (empty without one): they travel in the trainer checkpoint."""
-        if self._anchor is None:
-            return {}
-        return {f"{part}.{k}": v.detach().cpu().numpy() for part, net in zip(("encoder", "head"), self._anchor)
-                for k, v in net.state_dict().items()}
+        return _copy_state(self._anchor)
 
     def load_anchor(self, state: dict[str, np.ndarray]) -> None:
+        self._anchor = self._loaded_copy(state)
+
+    def ema_state(self) -> dict[str, np.ndarray]:
+        """The averaged actor's weights (empty without one), for the trainer checkpoint."""
+        return _copy_state(self._ema)
+
+    def load_ema(self, state: dict[str, np.ndarray]) -> None:
+        self._ema = self._loaded_copy(state)
+
+    def _loaded_copy(self, state: dict[str, np.ndarray]):
+        """A copy of the actor's structure with the saved weights of `_copy_state`; None for an empty state."""
         if not state:
-            self._anchor = None
-            return
-        self.take_anchor()  # the actor's structure; then the saved weights
-        for part, net in zip(("encoder", "head"), self._anchor):
+            return None
+        pair = self._actor_copy()
+        for part, net in zip(("encoder", "head"), pair):
             prefix = f"{part}."
             net.load_state_dict({k[len(prefix):]: torch.as_tensor(np.asarray(v)) for k, v in state.items()
                                  if k.startswith(prefix)})
+        return pair
 
     def _spread_nll(self, module, obs: torch.Tensor, dist_inputs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Per-row -log pi(a|s) of the squashed Gaussian with its mean and the actor's features detached:
@@ -257,6 +291,8 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         optim.zero_grad(set_to_none=True)  # leave no gradients behind for RLlib's next update
         if self.config.learner_config_dict.get("anchor_weight", 0.0) > 0:
             self.take_anchor()
+        if self.config.learner_config_dict.get("actor_ema", 0.0) > 0:
+            self.reset_ema()  # the average starts at the behaviour-cloned actor
         return {"bc_mse": float(mse.detach()), "bc_nll": float(nll.detach())}
 
     def _bc_step(self, module, optim, dist_cls, x, a, a_in, gen, batch_size):
@@ -290,8 +326,13 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         return float(-logp.mean())
 
     def actor_tensors(self) -> dict[str, np.ndarray]:
-        """The actor's weights (pi encoder MLP + pi head) as numpy arrays, named as in RLlib."""
-        sd = self.module[MODULE].state_dict()
+        """The weights of the actor the robot runs (pi encoder MLP + pi head) as numpy arrays, named as in
+        RLlib: the averaged actor with learner.actor_ema, else the learning one."""
+        if self._ema is not None:
+            sd = {f"{name}.{k}": v for name, net in zip(("pi_encoder", "pi"), self._ema)
+                  for k, v in net.state_dict().items()}
+        else:
+            sd = self.module[MODULE].state_dict()
         return {
             k: v.detach().cpu().float().numpy().copy()
             for k, v in sd.items()
@@ -300,11 +341,24 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
 
     @torch.no_grad()
     def deterministic_actions(self, obs: np.ndarray) -> np.ndarray:
+        """The mean action of the actor the robot runs (the averaged one with learner.actor_ema)."""
         module = self.module[MODULE]
-        out = module.forward_inference({"obs": torch.as_tensor(obs, device=self._device)})
-        mean = out["action_dist_inputs"].chunk(2, dim=-1)[0]
+        x = torch.as_tensor(obs, device=self._device)
+        if self._ema is not None:
+            encoder, head = self._ema
+            mean = head(encoder({Columns.OBS: x})[ENCODER_OUT]).chunk(2, dim=-1)[0]
+        else:
+            mean = module.forward_inference({"obs": x})["action_dist_inputs"].chunk(2, dim=-1)[0]
         # the squashed Gaussian's mode; RLlib's to_deterministic() would return it unsquashed
         return self._squash(module, mean).cpu().numpy()
+
+
+def _copy_state(pair) -> dict[str, np.ndarray]:
+    """The weights of an (encoder, head) copy of the actor as flat numpy arrays; {} for None."""
+    if pair is None:
+        return {}
+    return {f"{part}.{k}": v.detach().cpu().numpy() for part, net in zip(("encoder", "head"), pair)
+            for k, v in net.state_dict().items()}
 
 
 def _q_scale(weights: torch.Tensor, fwd_out) -> torch.Tensor:
@@ -368,7 +422,7 @@ class SACAgent:
                 learner_class=PPLSACLearner,
                 learner_config_dict={"bc_weight": cfg.bc_weight, "bc_std_weight": cfg.bc_std_weight,
                                      "backup_entropy": cfg.backup_entropy, "cql_weight": cfg.cql_weight,
-                                     "anchor_weight": cfg.anchor_weight,
+                                     "anchor_weight": cfg.anchor_weight, "actor_ema": cfg.actor_ema,
                                      "rllib_reference": rllib_reference},
             )
             .debugging(seed=cfg.seed)
@@ -502,6 +556,17 @@ class SACAgent:
     def take_anchor(self) -> None:
         """Freeze the actor as it is now as the anchor (learner.anchor_weight)."""
         self._on_learner(lambda learner: learner.take_anchor())
+
+    def ema_state(self) -> dict[str, np.ndarray]:
+        """learner.actor_ema: the averaged actor's weights ({} without one)."""
+        return self._on_learner(lambda learner: learner.ema_state())
+
+    def load_ema(self, state: dict[str, np.ndarray]) -> None:
+        """The averaged actor from `ema_state`; an empty state starts the average at the actor as it is."""
+        if state:
+            self._on_learner(lambda learner, st: learner.load_ema(st), st=state)
+        elif self.cfg.actor_ema:
+            self._on_learner(lambda learner: learner.reset_ema())
 
     def q_values(self, batch: Batch) -> np.ndarray:
         obs = self._norm(flatten_obs(batch, self.cfg.obs_keys))

@@ -226,7 +226,7 @@ class Learning:
                 "updates": self.agent.updates, "rng": self.rng.bit_generator.state,
                 "success_trained_at": self._success_trained_at, "success_retrains": self._success_retrains,
                 "obs_stats": None if self.agent.obs_mean is None else [self.agent.obs_mean, self.agent.obs_std],
-                "anchor": self.agent.anchor_state()}
+                "anchor": self.agent.anchor_state(), "actor_ema": self.agent.ema_state()}
 
     def load_state(self, st: dict) -> None:
         self.agent.group.set_state(st["learner"])
@@ -238,6 +238,7 @@ class Learning:
             self.agent.set_obs_stats(*(np.asarray(x, np.float32) for x in st["obs_stats"]))
         if st.get("mixer"):
             self.mixer.load_state(st["mixer"])
+        self.agent.load_ema(st.get("actor_ema") or {})  # learner.actor_ema: the average the robot ran
         if st.get("anchor"):  # learner.anchor_weight: the behaviour-cloned copy taken before the checkpoint
             self.agent.load_anchor(st["anchor"])
         elif self.loop.learner.anchor_weight:
