@@ -62,3 +62,13 @@ def detectable_difference(scores, n: int | None = None) -> float:
     s = np.asarray(scores, float)
     n = n or len(s)
     return float(2.8 * s.std(ddof=1) * np.sqrt(2.0 / n)) if len(s) > 1 else float("nan")
+
+
+def churn(rates: list[float]) -> tuple[float | None, float | None]:
+    """Policy churn seen by a run's evaluations of one policy after another on the same held-out states:
+    the mean absolute change of success between consecutive evaluations, and the largest fall from one
+    to the next (0 when it never fell). (None, None) with fewer than two evaluations."""
+    steps = np.diff(np.asarray(rates, np.float64))
+    if not len(steps):
+        return None, None
+    return float(np.abs(steps).mean()), float(max(0.0, -steps.min()))

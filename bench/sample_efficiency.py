@@ -48,6 +48,7 @@ from rl_stats import (  # noqa: E402
     auc,
     bootstrap_ci,
     bootstrap_ci2,
+    churn,
     detectable_difference,
     iqm,
     performance_profile,
@@ -90,10 +91,20 @@ def wall_seconds(run: Path) -> float:
     return times[-1] - times[0]
 
 
+def eval_churn(rows: list[dict]) -> tuple[float | None, float | None]:
+    """rl_stats.churn of the run's evaluations after the first (which plays the behaviour-cloned start);
+    the final evaluation counts only when it has the others' number of episodes."""
+    evals = [(r["eval/success_rate"], r.get("eval/episodes")) for r in rows if "eval/success_rate" in r]
+    if len(evals) > 2 and evals[-1][1] != evals[-2][1]:
+        evals = evals[:-1]  # the final evaluation on more states (loop.final_eval_episodes)
+    return churn([v for v, _ in evals[1:]])
+
+
 def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
     """Mean synthetic share of learner batches (whole run, and from the first evaluation at or above
-    `competent`), the human's share of online steps in each quarter of the budget, and
-    the world model's success head on held-out real windows (its last calibration)."""
+    `competent`), the human's share of online steps in each quarter of the budget,
+    the world model's success head on held-out real windows (its last calibration), and the
+    evaluations' churn."""
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     share = [(r["step"], r["batch/synthetic_share"]) for r in rows if "batch/synthetic_share" in r]
     evals = [(r["step"], r["eval/success_rate"]) for r in rows if "eval/success_rate" in r]
@@ -117,7 +128,10 @@ def diagnostics(run: Path, competent: float = 0.5) -> dict[str, float | None]:
     mean = lambda xs: float(np.mean(xs)) if xs else None  # noqa: E731
     total = lambda key: sum(r.get(key, 0.0) for r in rows)  # noqa: E731
     written, branches = total("synth/written"), total("synth/branches")
+    churn_mean, churn_fall = eval_churn(rows)
     return {
+        "churn_mean": churn_mean,
+        "churn_fall": churn_fall,
         "synthetic_share": mean([v for _, v in share]),
         "synthetic_share_competent": mean([v for s, v in share if t_comp is not None and s >= t_comp]),
         **{f"human_q{q + 1}": human(q / 4, (q + 1) / 4) for q in range(4)},
@@ -250,6 +264,11 @@ def _pct(xs: list) -> str:
     return f"{100 * np.mean(xs):.0f} %" if xs else "-"
 
 
+def _points(xs: list, reduce=np.mean) -> str:
+    xs = [x for x in xs if x is not None]
+    return f"{100 * reduce(xs):.0f}" if xs else "-"
+
+
 def summarise(
     results: dict, threshold: float, budget: int, seconds: dict, diags: dict
 ) -> tuple[Table, list[str]]:
@@ -258,7 +277,7 @@ def summarise(
     cols = ("arm", "success at 0", "final success", "final IQM [95 % CI]", "AUC IQM [95 % CI]", steps_to_col,
             "mean steps", "steps vs off", "synthetic share",
             "once competent", "human per quarter", "won alone, 1st / 2nd half", "success head P/R",
-            "synthetic successes", "vetoed",
+            "synthetic successes", "vetoed", "eval churn: mean / largest fall",
             "train s/run")
     for col in cols:
         table.add_column(col, justify="right")
@@ -294,6 +313,8 @@ def summarise(
             + " / " + _pct([d["success_recall"] for d in diags[arm].values()]),
             _pct([d.get("synthetic_successes") for d in diags[arm].values()]),
             _pct([d.get("vetoed") for d in diags[arm].values()]),
+            _points([d.get("churn_mean") for d in diags[arm].values()]) + " / "
+            + _points([d.get("churn_fall") for d in diags[arm].values()], np.max),
             f"{np.mean(seconds[arm]):.0f}",
         ]
         table.add_row(*row)

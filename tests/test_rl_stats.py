@@ -13,6 +13,7 @@ from rl_stats import (  # noqa: E402
     auc,
     bootstrap_ci,
     bootstrap_ci2,
+    churn,
     detectable_difference,
     iqm,
     performance_profile,
@@ -63,3 +64,9 @@ def test_the_detectable_difference_grows_with_spread_and_shrinks_with_runs():
     assert detectable_difference([0.6, 0.8]) == pytest.approx(2.8 * np.std([0.6, 0.8], ddof=1))
     assert detectable_difference([0.6, 0.8], n=8) == pytest.approx(detectable_difference([0.6, 0.8]) / 2)
     assert detectable_difference([0.7] * 5) == 0.0
+
+
+def test_churn_is_the_mean_change_between_evaluations_and_the_largest_fall():
+    assert churn([0.8, 0.35, 0.9, 1.0]) == pytest.approx(((0.45 + 0.55 + 0.1) / 3, 0.45))
+    assert churn([0.2, 0.4, 0.4]) == pytest.approx((0.1, 0.0))  # never fell
+    assert churn([0.5]) == (None, None)
