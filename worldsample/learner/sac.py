@@ -84,15 +84,20 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         if self._ema is None:  # no behaviour cloning to start from: the actor as it is now
             self.reset_ema()
             return
-        module = self.module[MODULE].unwrapped()
-        online = [p for net in (module.pi_encoder, module.pi) for p in net.parameters()]
-        averaged = [p for net in self._ema for p in net.parameters()]
         with torch.no_grad():
-            torch._foreach_lerp_(averaged, online, rate)
+            torch._foreach_lerp_(*self._ema_params, rate)
 
     def reset_ema(self) -> None:
         """learner.actor_ema: the average starts again from the actor as it is now."""
-        self._ema = self._actor_copy()
+        self._set_ema(self._actor_copy())
+
+    def _set_ema(self, pair) -> None:
+        """The averaged (encoder, head), and its parameters beside the learning actor's, in one order."""
+        self._ema = pair
+        if pair is not None:
+            module = self.module[MODULE].unwrapped()
+            self._ema_params = ([p for net in pair for p in net.parameters()],
+                                [p for net in (module.pi_encoder, module.pi) for p in net.parameters()])
 
     def compute_gradients(self, loss_per_module, **kwargs):
         grads = super().compute_gradients(loss_per_module, **kwargs)
@@ -235,7 +240,7 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
         return _copy_state(self._ema)
 
     def load_ema(self, state: dict[str, np.ndarray]) -> None:
-        self._ema = self._loaded_copy(state)
+        self._set_ema(self._loaded_copy(state))
 
     def _loaded_copy(self, state: dict[str, np.ndarray]):
         """A copy of the actor's structure with the saved weights of `_copy_state`; None for an empty state."""
