@@ -16,15 +16,9 @@ from worldsample.loop.config import LoopConfig
 def test_the_anchor_is_taken_at_the_warm_start_and_survives_a_resume(tmp_path, caplog):
     from worldsample.loop.learning import Learning
 
-    from ..store.helpers import make_episode, new_store
+    from ..store.helpers import demo_and_real_store
 
-    store = new_store(tmp_path, group="demo")
-    store.ensure_group("real", store.schema("demo"))
-    with store.writer("demo") as w:
-        for s in (1, 2):
-            w.append_episode(make_episode(s, 12, terminal=True))
-    with store.writer("real") as w:
-        w.append_episode(make_episode(3, 10))
+    demo_and_real_store(tmp_path)
     loop = LoopConfig(robot="sim", ppl={"mode": "off"}, min_real_for_learning=1,
                       learner=LearnerConfig(obs_keys=["proprio"], hidden=[16, 16], batch_size=16, anchor_weight=1.0,
                                             bc_pretrain_steps=20, critic_warmup_updates=0))

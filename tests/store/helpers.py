@@ -36,3 +36,17 @@ def new_store(tmp_path, group: str = "demo", chunk_len: int = 4, retention=None)
     store = EpisodeStore(tmp_path, create=True)
     store.ensure_group(group, small_schema(chunk_len), retention)
     return store
+
+
+def demo_and_real_store(tmp_path, demos: int = 2, real: int = 1) -> EpisodeStore:
+    """A store with `demos` terminal demo episodes of 12 steps and `real` real episodes of 10: enough for
+    a `Learning` to behaviour-clone and take a few updates."""
+    store = new_store(tmp_path, group="demo")
+    store.ensure_group("real", store.schema("demo"))
+    with store.writer("demo") as w:
+        for s in range(1, demos + 1):
+            w.append_episode(make_episode(s, 12, terminal=True))
+    with store.writer("real") as w:
+        for s in range(demos + 1, demos + real + 1):
+            w.append_episode(make_episode(s, 10))
+    return store
