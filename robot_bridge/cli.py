@@ -131,7 +131,9 @@ def sim_robot(
     stats = run_sim_robot(prof, make_transport("dds", domain_id, loopback, prof.msg_types), stop,
                           duration=duration, intervene=intervene, seed=seed, wait_subscribers=wait_subscribers,
                           stats_out=stats_out, human=settings)
-    console.print(f"sim-robot: {stats['resets']} resets, {stats['actions_received']} actions applied")
+    console.print(f"sim-robot: {stats['resets']} resets, {stats['actions_received']} actions received, "
+                  f"{stats['physics_steps']} physics steps ({stats['physics']}): {stats['held_steps']} held the last "
+                  f"action, {stats['superseded']} actions superseded before a step applied them")
 
 
 @friendly_errors

@@ -325,6 +325,11 @@ class SimSpec(_Strict):
     )
     render: RenderConfig = Field(default_factory=RenderConfig, description="render quality (fast on CPU by default)")
     physics_hz: float | None = Field(None, gt=0, description="sim steps per second; the control rate by default")
+    physics: Literal["command", "clock"] = Field(
+        "command", description="command: one sim step as each action arrives (an arm controller executing each "
+        "command over one control period), holding the last one at physics_hz when none comes; clock: sim steps "
+        "on its own timer at physics_hz, which aliases against the bridge's equal-rate clock (a recorded step "
+        "then holds zero or two sim steps)")
     seed: int = 0
 
     @field_validator("cameras")

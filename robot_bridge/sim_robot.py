@@ -19,6 +19,7 @@ import heapq
 import json
 import logging
 import queue
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -91,6 +92,13 @@ class SimRobot:
         self.actions_received = 0
         self.resets = 0
         self.physics_steps = 0
+        # commands and physics steps: a step that applies no new command holds the last one; a command
+        # replaced by the next before any step applied it is superseded (both count clock aliasing)
+        self.held_steps = 0
+        self.superseded = 0
+        self._commanded = threading.Event()  # a command arrived that no physics step has applied yet
+        self._last_physics = time.monotonic()
+        self._hold_s = 1.5 / (profile.sim.physics_hz or profile.control_rate_hz)
         self.step_ms: deque[float] = deque(maxlen=10_000)  # wall time of recent physics steps, renders included
 
         c = profile.control
@@ -129,6 +137,9 @@ class SimRobot:
         if a.shape == self._action.shape and np.isfinite(a).all():
             self._action = a.copy()
             self.actions_received += 1
+            if self._commanded.is_set():
+                self.superseded += 1
+            self._commanded.set()
 
     def _on_command(self, raw: bytes, recv_ns: int) -> None:
         try:
@@ -146,6 +157,7 @@ class SimRobot:
             self._human.reset()
         self.obs, self.sim_step, self.done, self.success = obs, 0, False, False
         self._action = np.asarray(self.p.action.hold or [0.0] * self.p.action.dim, np.float32)
+        self._commanded.clear()  # a command sent before the reset is no command for this episode
         self.resets += 1
         now = time.time_ns()
         self._publish_all_sensors(now)  # fresh data stamped after the reset before the ack
@@ -157,8 +169,12 @@ class SimRobot:
     def _physics(self) -> None:
         while not self._commands.empty():
             self._reset(self._commands.get_nowait())
+        commanded = self._commanded.is_set()
+        self._commanded.clear()  # the step applies the newest command (read below), whichever set it
         if self.done or self.obs is None:
             return
+        if not commanded:
+            self.held_steps += 1
         if self._human is not None:
             action, took = self._human.filter(self._action)
             if took:
@@ -218,9 +234,19 @@ class SimRobot:
         self._pub[topic](encode(msg))
         self.published[topic] += 1
 
+    def physics_due(self, now: float) -> bool:
+        """`sim.physics: command`: a step is due as soon as a command arrived that no step has applied,
+        or, with none, 1.5 periods after the last step (the arm holds its last command, as a velocity
+        controller does, and steps on at its rate)."""
+        return self._commanded.is_set() or now - self._last_physics >= self._hold_s
+
+    def _physics_on_command(self) -> None:
+        self._last_physics = time.monotonic()
+        self._physics()
+
     def timers(self) -> list[tuple[float, Callable[[int], None]]]:
         physics_hz = self.p.sim.physics_hz or self.p.control_rate_hz
-        out = [(physics_hz, lambda now: self._physics())]
+        out = [] if self.p.sim.physics == "command" else [(physics_hz, lambda now: self._physics())]
         out += [(c.rate_hz, lambda now, c=c: self._publish_camera(c, now)) for c in self.p.cameras]
         if self.p.joints:
             out.append((self.p.joints.rate_hz, self._publish_joints))
@@ -228,16 +254,23 @@ class SimRobot:
         return out
 
     def run(self, stop, on_second: Callable[[], None] | None = None) -> None:
-        """Run every timer at its rate until `stop` is set (late timers skip, never burst)."""
-        start = time.monotonic()
+        """Run every timer at its rate until `stop` is set (late timers skip, never burst); with
+        `sim.physics: command`, a physics step as soon as each command arrives (`physics_due`)."""
+        start = self._last_physics = time.monotonic()
+        on_command = self.p.sim.physics == "command"
         heap = [(start, i, 1.0 / hz, fn) for i, (hz, fn) in enumerate(self.timers())]
         heap.append((start + 1.0, len(heap), 1.0, lambda now: on_second and on_second()))
         heapq.heapify(heap)
         while not stop.is_set():
+            if on_command and self.physics_due(time.monotonic()):
+                self._physics_on_command()
+                continue
             due, i, period, fn = heap[0]
             delay = due - time.monotonic()
+            if on_command:
+                delay = min(delay, self._last_physics + self._hold_s - time.monotonic())
             if delay > 0:
-                time.sleep(min(delay, 0.05))
+                self._commanded.wait(min(delay, 0.05)) if on_command else time.sleep(min(delay, 0.05))
                 continue
             fn(time.time_ns())
             nxt = due + period
@@ -272,7 +305,8 @@ def run_sim_robot(profile: RobotProfile, transport: Transport, stop, duration: f
         def second() -> None:
             rates = " ".join(f"{t}:{n / max(time.monotonic() - t0, 1e-9):.0f}/s" for t, n in robot.published.items())
             line.update(f"[bold]sim-robot[/] reset {robot.resets} step {robot.sim_step} "
-                        f"{'success ' if robot.success else ''}| actions {robot.actions_received} | {rates}")
+                        f"{'success ' if robot.success else ''}| actions {robot.actions_received} (held "
+                        f"{robot.held_steps}, superseded {robot.superseded}) | {rates}")
 
         try:
             robot.run(stop, on_second=second)
@@ -280,7 +314,8 @@ def run_sim_robot(profile: RobotProfile, transport: Transport, stop, duration: f
             robot.close()
     steps = np.asarray(robot.step_ms or [0.0])
     stats = {"published": dict(robot.published), "actions_received": robot.actions_received, "resets": robot.resets,
-             "seconds": time.monotonic() - t0, "images": profile.sim.images, "physics_steps": robot.physics_steps,
+             "seconds": time.monotonic() - t0, "images": profile.sim.images, "physics": profile.sim.physics,
+             "physics_steps": robot.physics_steps, "held_steps": robot.held_steps, "superseded": robot.superseded,
              "step_ms": {"p50": float(np.percentile(steps, 50)), "p99": float(np.percentile(steps, 99)),
                          "max": float(steps.max())}}
     if stats_out is not None:

@@ -46,7 +46,8 @@ def test_render_is_the_default():
 
 
 def test_each_camera_publishes_the_render_of_its_meta_world_camera(tmp_path):
-    profile = two_camera_profile(tmp_path, cameras={"wrist": "gripperPOV"}, seed=3)
+    # physics on its clock: this test steps it by hand through the timers
+    profile = two_camera_profile(tmp_path, cameras={"wrist": "gripperPOV"}, seed=3, physics="clock")
     domain = new_domain()
     robot = SimRobot(profile, DdsTransport(domain, LOOPBACK_XML))
     test = DdsTransport(domain, LOOPBACK_XML)
@@ -179,7 +180,7 @@ def test_a_camera_with_a_native_size_is_rendered_there_and_cut_down_by_the_bridg
     data = yaml.safe_load(SIM_PROFILE.read_text())
     data["cameras"][0].update(height=16, width=16, native={"height": 48, "width": 48},
                               crop={"top": 8, "left": 4, "height": 32, "width": 40})
-    data["sim"]["seed"] = 5
+    data["sim"].update(seed=5, physics="clock")  # the timers: physics first, then the camera
     path = tmp_path / "profile.yaml"
     path.write_text(yaml.safe_dump(data))
     profile = load_profile(path)
