@@ -324,7 +324,8 @@ class SimSpec(_Strict):
         {}, description="profile camera name -> Meta-World camera it shows; unlisted names are Meta-World names"
     )
     render: RenderConfig = Field(default_factory=RenderConfig, description="render quality (fast on CPU by default)")
-    physics_hz: float | None = Field(None, gt=0, description="sim steps per second; the control rate by default")
+    physics_hz: float | None = Field(None, gt=0, description="sim steps per second on the clock (physics: clock), or "
+                                     "while no command arrives (command); the control rate by default")
     physics: Literal["command", "clock"] = Field(
         "command", description="command: one sim step as each action arrives (an arm controller executing each "
         "command over one control period), holding the last one at physics_hz when none comes; clock: sim steps "
