@@ -240,7 +240,8 @@ class SimRobot:
         controller does, and steps on at its rate)."""
         return self._commanded.is_set() or now - self._last_physics >= self._hold_s
 
-    def _physics_on_command(self) -> None:
+    def _step_now(self) -> None:
+        """`sim.physics: command`: one physics step, on a command or holding the last one."""
         self._last_physics = time.monotonic()
         self._physics()
 
@@ -263,14 +264,17 @@ class SimRobot:
         heapq.heapify(heap)
         while not stop.is_set():
             if on_command and self.physics_due(time.monotonic()):
-                self._physics_on_command()
+                self._step_now()
                 continue
             due, i, period, fn = heap[0]
             delay = due - time.monotonic()
             if on_command:
                 delay = min(delay, self._last_physics + self._hold_s - time.monotonic())
             if delay > 0:
-                self._commanded.wait(min(delay, 0.05)) if on_command else time.sleep(min(delay, 0.05))
+                if on_command:
+                    self._commanded.wait(min(delay, 0.05))  # a command wakes it at once
+                else:
+                    time.sleep(min(delay, 0.05))
                 continue
             fn(time.time_ns())
             nxt = due + period

@@ -45,14 +45,14 @@ def test_one_physics_step_per_command_and_the_last_one_held_when_none_comes(tmp_
 
         command(a1)
         assert robot.physics_due(t0)  # a command: due at once, whatever the clock says
-        robot._physics_on_command()
+        robot._step_now()
         expected = env.step(np.asarray(a1, np.float32))[0]
         np.testing.assert_array_equal(robot.obs["state"], expected["state"])
         assert not robot.physics_due(robot._last_physics)
 
         command(a2)
         command(a3)  # a2 is replaced before any step applied it
-        robot._physics_on_command()
+        robot._step_now()
         expected = env.step(np.asarray(a3, np.float32))[0]
         np.testing.assert_array_equal(robot.obs["state"], expected["state"])
         assert (robot.physics_steps, robot.held_steps, robot.superseded) == (2, 0, 1)
@@ -60,7 +60,7 @@ def test_one_physics_step_per_command_and_the_last_one_held_when_none_comes(tmp_
         last = robot._last_physics
         assert not robot.physics_due(last + 0.9 * hold_s)
         assert robot.physics_due(last + 1.01 * hold_s)  # none came: the arm steps on, holding a3
-        robot._physics_on_command()
+        robot._step_now()
         expected = env.step(np.asarray(a3, np.float32))[0]
         np.testing.assert_array_equal(robot.obs["state"], expected["state"])
         assert (robot.physics_steps, robot.held_steps, robot.superseded) == (3, 1, 1)
