@@ -57,6 +57,8 @@ class _ReaderListener(Listener):
         self.topic, self.callback, self.events = topic, callback, events
 
     def on_data_available(self, reader):
+        if reader is None:  # Cyclone delivered while the reader was being deleted (close racing a sample)
+            return
         while True:
             got = ddspy_take(reader._ref, _ANY, 32)
             if isinstance(got, int) or not got:
