@@ -6,13 +6,16 @@ networks, batch and losses, measured in the same run.
 
 Per size and critic count: the plain torch update (twin or N critics as N separate MLPs on
 [obs, action], one Adam each for actor, critics and temperature, polyak targets, the weighted
-critic/actor/temperature losses and the BC term the project's learner uses), and
-`SACAgent.update` (one RLlib LearnerGroup update per batch, the loop's path). Batches are random
-with the state profile's shapes (39-dim observation, 4-dim action). The ratio is learner time /
-plain time; "x the learner's twin" is an ensemble's time / the same learner's twin (critics 2 in
-the same run; needs 2 in --critics). The parameter counts show what each critic is: RLlib 2.60's
-SAC builds its Q-network as a multi-stream encoder (an obs MLP and an action MLP of the given sizes, joined by fusion
-layers of 256 units), not an MLP on [obs, action] of those sizes.
+critic/actor/temperature losses and the BC term the project's learner uses); the same with torch's
+fused Adam kernel (`fused=True`, which the project's learner uses; torch's default Adam on CPU is the
+single-tensor loop); and `SACAgent.update` (one RLlib LearnerGroup update per batch, the loop's path,
+its metrics reduced every `learner.metrics_every` calls as in the loop). Batches are random with the
+state profile's shapes (39-dim observation, 4-dim action). The ratio is learner time / plain time
+("vs fused": / the plain update with fused Adam); "x the learner's twin" is an ensemble's time / the
+same learner's twin (critics 2 in the same run; needs 2 in --critics). The parameter counts show what
+each critic is: RLlib 2.60's SAC builds its Q-network as a multi-stream encoder (an obs MLP and an
+action MLP of the given sizes, joined by fusion layers of 256 units), not an MLP on [obs, action] of
+those sizes.
 
 The updates are timed in `--rounds` blocks, every update (plain, each learner, each critic count of a
 size) taking its block in turn, and each time is the median over its blocks: timed one after the
@@ -48,15 +51,16 @@ def mlp(inp: int, hidden: list[int], out: int) -> torch.nn.Sequential:
 class PlainSAC:
     """The baseline: SAC written directly in torch, the arithmetic of one update and nothing else."""
 
-    def __init__(self, hidden: list[int], critics: int, gamma=0.97, tau=0.005, lr=3e-4):
+    def __init__(self, hidden: list[int], critics: int, gamma=0.97, tau=0.005, lr=3e-4, fused: bool = False):
         self.actor = mlp(OBS, hidden, 2 * ACT)
         self.qs = torch.nn.ModuleList(mlp(OBS + ACT, hidden, 1) for _ in range(critics))
         self.targets = torch.nn.ModuleList(mlp(OBS + ACT, hidden, 1) for _ in range(critics))
         self.targets.load_state_dict(self.qs.state_dict())
         self.log_alpha = torch.zeros((), requires_grad=True)
-        self.opt_a = torch.optim.Adam(self.actor.parameters(), lr)
-        self.opt_q = torch.optim.Adam(self.qs.parameters(), lr)
-        self.opt_t = torch.optim.Adam([self.log_alpha], lr)
+        kw = {"fused": True} if fused else {}
+        self.opt_a = torch.optim.Adam(self.actor.parameters(), lr, **kw)
+        self.opt_q = torch.optim.Adam(self.qs.parameters(), lr, **kw)
+        self.opt_t = torch.optim.Adam([self.log_alpha], lr, **kw)
         self.gamma, self.tau, self.target_entropy = gamma, tau, -ACT / 2
 
     def _sample(self, obs):
@@ -137,10 +141,10 @@ def timed(fn, batches: list, warmup: int) -> float:
 def timed_calls(agent, batches: list, warmup: int, per_call: int) -> float:
     """Seconds per update when `per_call` updates go into one learner call (SACAgent.update_many)."""
     if per_call == 1:
-        return timed(agent.update, batches, warmup)
+        return timed(lambda b: agent.update(b, report=None), batches, warmup)  # the loop's metrics cadence
     rest = batches[warmup:]
     calls = [rest[i:i + per_call] for i in range(0, len(rest), per_call)]
-    return timed(agent.update_many, [batches[:warmup], *calls], 1) * len(calls) / len(rest)
+    return timed(lambda bs: agent.update_many(bs, report=None), [batches[:warmup], *calls], 1) * len(calls) / len(rest)
 
 
 def _count(module: torch.nn.Module) -> int:
@@ -177,7 +181,7 @@ def main() -> None:
     table = Table(title=f"SAC updates per second ({args.updates} updates in {args.rounds} interleaved blocks, "
                         f"{args.per_call} per learner call, {args.threads} thread(s))")
     columns = ("networks, batch", "critics", "learner critic", "critic params (plain / learner)", "plain torch",
-               "learner.update", "ratio", "x the learner's twin")
+               "plain, fused Adam", "learner.update", "ratio", "vs fused", "x the learner's twin")
     for col in columns:
         table.add_column(col, justify="right")
     if args.remote:
@@ -197,6 +201,9 @@ def main() -> None:
             torch.manual_seed(0)
             plain = PlainSAC(hidden, critics)
             runners[critics, "plain"] = (plain.update, [as_tensors(b) for b in batches[critics]], None)
+            torch.manual_seed(0)
+            fused = PlainSAC(hidden, critics, fused=True)
+            runners[critics, "fused"] = (fused.update, runners[critics, "plain"][1], None)
             params[critics] = {"plain": _count(plain.qs[0])}
             for critic in args.critic.split(","):
                 agent = agent_for(hidden, bs, critics, args.remote, critic)
@@ -212,7 +219,7 @@ def main() -> None:
             for key, (fn, bl, _) in runners.items():
                 warm = bl[:args.warmup] if r == 0 else []  # warm-up once, before the first block
                 part = warm + bl[args.warmup + r * per_round:args.warmup + (r + 1) * per_round]
-                if key[1] == "plain":
+                if key[1] in ("plain", "fused"):
                     times[key].append(timed(fn, part, len(warm)))
                 else:
                     times[key].append(timed_calls(fn, part, len(warm), args.per_call))
@@ -221,15 +228,17 @@ def main() -> None:
             if agent is not None:
                 agent.close()
         for critics in counts:
-            t_plain = t[critics, "plain"]
+            t_plain, t_fused = t[critics, "plain"], t[critics, "fused"]
             for critic in args.critic.split(","):
                 t_one = t[critics, critic]
                 vs_twin = f"{t_one / t[2, critic]:.2f}x" if (2, critic) in t else "-"
                 table.add_row(f"{hidden}, {bs}", str(critics), critic,
                               f"{params[critics]['plain']:,} / {params[critics][critic]:,}",
                               f"{1 / t_plain:.0f}/s ({t_plain * 1e3:.1f} ms)",
-                              f"{1 / t_one:.0f}/s ({t_one * 1e3:.1f} ms)", f"{t_one / t_plain:.2f}x", vs_twin)
-    Console(width=160).print(table)
+                              f"{1 / t_fused:.0f}/s ({t_fused * 1e3:.1f} ms)",
+                              f"{1 / t_one:.0f}/s ({t_one * 1e3:.1f} ms)", f"{t_one / t_plain:.2f}x",
+                              f"{t_one / t_fused:.2f}x", vs_twin)
+    Console(width=190).print(table)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ def test_the_algorithm_batches_its_calls_and_never_spans_the_end_of_the_warm_up(
     a = sac.SACAgent(cfg, OBS, gym.spaces.Box(-1, 1, (ACT,), np.float32))
     algo = SACAlgorithm(a)
     calls, seen = [], []
-    a.update_many = lambda bs, f=a.update_many: (calls.append(len(bs)), f(bs))[1]
+    a.update_many = lambda bs, report=True, f=a.update_many: (calls.append(len(bs)), f(bs, report))[1]
 
     def draw(n):
         for b in batches(n):
@@ -133,3 +133,48 @@ def test_a_non_finite_gradient_takes_rllibs_own_path_on_both_sides():
     w = weights(fast)
     assert all(np.isfinite(v).all() for v in w.values())
     assert_same(w, weights(ref), 1e-6)
+
+
+def test_the_loops_cadence_reports_every_metrics_every_calls_and_a_report_covers_the_calls_since():
+    torch.manual_seed(0)
+    cfg = LearnerConfig(obs_keys=["state"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0,
+                        bc_pretrain_steps=0, metrics_every=4)
+    cadence = sac.SACAgent(cfg, OBS, gym.spaces.Box(-1, 1, (ACT,), np.float32))
+    each = agent(False)
+    reports = []
+    for b in batches(10):
+        torch.manual_seed(4)
+        reports.append(cadence.update(b, report=None))
+        torch.manual_seed(4)
+        each.update(b)
+    assert [bool(m) for m in reports] == [False, False, False, True] * 2 + [False, False]
+    # a report counts the gradient steps since the last one, here and in the flush at the end
+    assert [reports[i]["num_module_steps_trained"] for i in (3, 7)] == [4 * B, 4 * B]
+    assert [reports[i]["num_target_updates"] for i in (3, 7)] == [4, 4]
+    assert np.isfinite(reports[7]["qf_loss"])
+    rest = cadence.report()
+    assert rest["num_module_steps_trained"] == 2 * B and cadence.report() == {}
+    assert_same(weights(cadence), weights(each), 0)  # what is reported does not change what is learned
+
+
+def test_the_algorithm_reports_once_a_round_ends_and_means_only_the_reports():
+    from worldsample.learner.algorithm import SACAlgorithm
+
+    torch.manual_seed(0)
+    cfg = LearnerConfig(obs_keys=["state"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0,
+                        bc_pretrain_steps=0, metrics_every=4)
+    algo = SACAlgorithm(sac.SACAgent(cfg, OBS, gym.spaces.Box(-1, 1, (ACT,), np.float32)))
+    online = [{**b, "source": np.array(["online"] * B)} for b in batches(6)]
+    stats = algo.update(iter(online))  # a report after call 4 and one at the end for calls 5-6
+    assert stats["num_module_steps_trained"] == (4 * B + 2 * B) / 2
+    assert np.isfinite(stats["qf_loss"]) and algo.agent.report() == {}
+
+
+def test_the_module_is_back_in_training_mode_for_every_update():
+    a = agent(False)
+    module = a.group._learner.module[sac.MODULE]
+    bs = batches(2)
+    a.update(bs[0])
+    module.eval()  # e.g. left so by an inference call
+    a.update(bs[1])
+    assert module.training and all(m.training for m in module.modules())

@@ -32,5 +32,5 @@ def record_batches(learning) -> list[dict[str, np.ndarray]]:
     """The list every batch the learner updates on is appended to from now on."""
     batches: list[dict[str, np.ndarray]] = []
     update = learning.agent.update_many
-    learning.agent.update_many = lambda bs: batches.extend(bs) or update(bs)
+    learning.agent.update_many = lambda bs, report=True: batches.extend(bs) or update(bs, report)
     return batches

@@ -142,7 +142,7 @@ def test_a_run_learns_exports_and_pretrains_on_chunks(tmp_path):
             w.append_episode(make_episode(3, 10))
         batches = []
         update = learning.agent.update_many
-        learning.agent.update_many = lambda bs: batches.extend(bs) or update(bs)
+        learning.agent.update_many = lambda bs, report=True: batches.extend(bs) or update(bs, report)
         stats = learning.learn(2)
         assert len(batches) == 2 * loop.learner.utd and np.isfinite(stats["learner/updates"])
         assert all(b["action"].shape == (8, 2 * K) and (b["n_step"] <= K).all() for b in batches)

@@ -77,7 +77,9 @@ class SACAgentLike(Protocol):
 
     def update(self, batch: Batch) -> dict[str, float]: ...
 
-    def update_many(self, batches: list[Batch]) -> dict[str, float]: ...
+    def update_many(self, batches: list[Batch], report: bool | None = True) -> dict[str, float]: ...
+
+    def report(self) -> dict[str, float]: ...
 
     def bc_pretrain(self, obs: np.ndarray, actions: np.ndarray, steps: int) -> dict[str, float]: ...
 
@@ -123,7 +125,8 @@ class SACAlgorithm(Algorithm):
     def update(self, batches: Iterable[Batch]) -> dict[str, float]:
         """`learner.updates_per_call` gradient steps per learner call. Batches may be drawn lazily:
         the mixer reads `actor_learning`, which the critic warm-up's end flips, so a call never spans
-        that end and every batch is drawn with the value sequential updates would give it."""
+        that end and every batch is drawn with the value sequential updates would give it. The
+        learner's metrics are reduced every `learner.metrics_every` calls and once at the end."""
         stats = MeanStats()
         it = iter(batches)
         while True:
@@ -131,9 +134,12 @@ class SACAlgorithm(Algorithm):
             if not self.actor_learning:
                 k = min(k, self.cfg.critic_warmup_updates - self.agent.updates)
             chunk = [self.prepare(b) for b in itertools.islice(it, k)]
+            # calls without a report return {}, which must not count as an update with no values
+            out = self.agent.update_many(chunk, report=None) if chunk else self.agent.report()
+            if out:
+                stats.add(out)
             if not chunk:
                 return stats.mean()
-            stats.add(self.agent.update_many(chunk))
 
     def pretrain(self, obs: np.ndarray, actions: np.ndarray) -> dict[str, float]:
         steps = self.cfg.bc_pretrain_steps

@@ -87,6 +87,11 @@ class LearnerConfig(BaseModel):
         "as one call each, one batch conversion and metrics reduction per call; in-process, 8 per call measured "
         "no faster than 1 (bench/learner.py --per-call, docs/results.md)",
     )
+    metrics_every: int = Field(
+        8, ge=1, description="in the loop, learner calls per reduction of RLlib's learner metrics (losses, Q, "
+        "alpha), and one at the end of each learning round: RLlib's MetricsLogger.reduce costs about a fifth of a "
+        "[128, 128] update on CPU; each report covers the calls since the last one. 1: every call, as RLlib does",
+    )
     bc_weight: float = Field(
         1.0,
         ge=0.0,

@@ -8,7 +8,13 @@ arithmetic, replaced here with the same results:
   `retain_graph=True`: the losses touch disjoint parameters (the Bellman targets are detached,
   the critics are frozen in the actor's loss, alpha is detached outside its own loss), so one
   backward pass of their sum gives every parameter the gradient its own loss gives it;
-- single-tensor Adam: the optimisers step with `foreach` kernels (one call per group of tensors);
+- single-tensor Adam: the optimisers step with torch's fused Adam kernel (one kernel for all of an
+  optimiser's tensors; on CPU 0.47 ms against 1.17 ms with `foreach` and 1.8 ms single-tensor for the
+  four optimisers of a [128, 128] twin), or `foreach` where the fused kernel does not run;
+- the metrics: RLlib reduces every logged value after every learner call (`MetricsLogger.reduce`,
+  about 2 ms of a 10 ms [128, 128] update on CPU); a call may skip it (`_no_metrics_reduce`, RLlib's
+  own flag) and a later call or `report()` reduces what the calls since logged, as RLlib's report of a
+  call with several minibatches covers them all (SACAgent.update_many's `report`, learner.metrics_every);
 - a finiteness check of every gradient, twice, each with its own host sync (`torch.isfinite(g).all()`
   per parameter before setting it and again per optimiser before stepping): one `torch._foreach_norm`
   over all gradients and one check of the stacked norms; only if that finds a non-finite value
@@ -31,6 +37,17 @@ from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.utils.metrics import ALL_MODULES, NUM_TARGET_UPDATES
 
 
+def adam_kernel(params, reference: bool = False) -> dict[str, bool]:
+    """Keyword arguments of torch.optim.Adam for the fastest kernel these parameters allow ({} for
+    RLlib's own path, `reference`)."""
+    if reference:
+        return {}
+    params = list(params)
+    if params and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params):
+        return {"fused": True}
+    return {"foreach": True}
+
+
 class FastUpdateMixin:
     """Put before RLlib's SACTorchLearner in the bases."""
 
@@ -44,7 +61,16 @@ class FastUpdateMixin:
         if not self.rllib_reference:
             for _, optim in self.get_optimizers_for_module(module_id):
                 for group in optim.param_groups:
-                    group["foreach"] = True
+                    group.update({"foreach": False, "fused": False, **adam_kernel(group["params"])})
+
+    def update(self, *args, _no_metrics_reduce: bool = False, **kwargs):
+        """RLlib's update; {} instead of its None when the metrics are left for a later report."""
+        out = super().update(*args, _no_metrics_reduce=_no_metrics_reduce, **kwargs)
+        return {} if _no_metrics_reduce else out
+
+    def report(self) -> dict:
+        """The metrics logged since the last reduction (by an update or by this), reduced."""
+        return self.metrics.reduce()
 
     def compute_gradients(self, loss_per_module, **kwargs):
         if self.rllib_reference:

@@ -18,6 +18,7 @@ from ray.rllib.algorithms.sac.sac_catalog import SACCatalog
 from ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSACTorchRLModule
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.models.base import ENCODER_OUT
+from ray.rllib.core.rl_module.rl_module import RLModule
 
 from worldsample.learner.ensemble import EnsembleSACTorchRLModule
 
@@ -27,6 +28,17 @@ class MLPCriticSACCatalog(SACCatalog):
         dim = int(self.observation_space.shape[0]) + int(self.action_space.shape[0])
         self.qf_encoder_config = dataclasses.replace(self._encoder_config, input_dims=(dim,))
         return self.qf_encoder_config.build(framework=framework)
+
+
+class _TrainModeOnce:
+    """RLlib's TorchRLModule.forward_train calls `self.train()` on every update, a walk over every submodule
+    (about 60 at [128, 128] with twin targets); here only when the module is not already in training mode.
+    The networks hold no layer whose output depends on the mode (Linear, LayerNorm, ReLU)."""
+
+    def forward_train(self, batch, **kwargs):
+        if not self.training:
+            self.train()
+        return RLModule.forward_train(self, batch, **kwargs)
 
 
 class _ConcatCritic:
@@ -55,7 +67,7 @@ class _ConcatCritic:
         return out.squeeze(-1) if squeeze else out
 
 
-class MLPCriticSACModule(_ConcatCritic, DefaultSACTorchRLModule):
+class MLPCriticSACModule(_TrainModeOnce, _ConcatCritic, DefaultSACTorchRLModule):
     """RLlib's twin-Q SAC module with MLP critics."""
 
 
@@ -99,7 +111,7 @@ class BatchedMLP(torch.nn.Module):
         return h
 
 
-class MLPCriticEnsembleModule(_ConcatCritic, EnsembleSACTorchRLModule):
+class MLPCriticEnsembleModule(_TrainModeOnce, _ConcatCritic, EnsembleSACTorchRLModule):
     """The critic ensemble (ensemble.py) with MLP critics: the twin is RLlib's two critic networks,
     critics 2..N-1 one BatchedMLP, so the ensemble costs a few batched matmuls, not N - 2 networks."""
 

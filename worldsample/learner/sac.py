@@ -30,7 +30,7 @@ from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
 from worldsample.learner.config import LearnerConfig
 from worldsample.learner.ensemble import EXTRA_PREDS, EnsembleSACTorchRLModule
-from worldsample.learner.fast_update import FastUpdateMixin
+from worldsample.learner.fast_update import FastUpdateMixin, adam_kernel
 from worldsample.store.sampler import Batch
 
 MODULE = "default_policy"
@@ -55,7 +55,7 @@ class PPLSACLearner(FastUpdateMixin, SACTorchLearner):
             self.register_optimizer(
                 module_id=module_id,
                 optimizer_name="qf_extra",
-                optimizer=torch.optim.Adam(params, eps=1e-7, foreach=not self.rllib_reference),
+                optimizer=torch.optim.Adam(params, eps=1e-7, **adam_kernel(params, self.rllib_reference)),
                 params=params,
                 lr_or_lr_schedule=config.critic_lr,
             )
@@ -435,6 +435,7 @@ class SACAgent:
         self.group = algo.build_learner_group()
         self.updates = 0
         self._actor_frozen = False
+        self._unreported = 0  # learner calls whose metrics no report has covered yet
 
     def _checked_stats(self, stats) -> tuple[np.ndarray, np.ndarray]:
         """(mean, std floored at obs_norm_min_std) as float32, or a ValueError that says what is wrong."""
@@ -486,16 +487,18 @@ class SACAgent:
     def close(self) -> None:
         self.group.shutdown()
 
-    def update(self, batch: Batch) -> dict[str, float]:
+    def update(self, batch: Batch, report: bool | None = True) -> dict[str, float]:
         """One gradient step on a mixer batch (keys obs/<k>, next_obs/<k>, action, reward, done,
-        n_step, weights). Returns the learner's scalar metrics."""
-        return self.update_many([batch])
+        n_step, weights). Returns the learner's scalar metrics (see update_many for `report`)."""
+        return self.update_many([batch], report)
 
-    def update_many(self, batches: list[Batch]) -> dict[str, float]:
+    def update_many(self, batches: list[Batch], report: bool | None = True) -> dict[str, float]:
         """One gradient step per batch, in order, in as few learner calls as the critic warm-up allows
         (one, unless the warm-up ends among them): the same steps as that many `update` calls,
         without paying RLlib's per-call conversion and metrics for each. All batches have one size.
-        Returns the learner's scalar metrics after the last step."""
+        Returns the learner's scalar metrics after the last step, covering every call since the last
+        report; `report` False: none ({}), the metrics wait for a later report; None: a report once
+        `learner.metrics_every` calls are unreported (the loop's cadence), else {}."""
         if not batches:
             return {}
         sizes = {len(b["action"]) for b in batches}
@@ -512,10 +515,26 @@ class SACAgent:
                 self._actor_frozen = frozen
             sb = _concat([self._sample_batch(b, self.updates + i) for i, b in enumerate(chunk)])
             kw = {"minibatch_size": n, "num_epochs": 1, "shuffle_batch_per_epoch": False} if k > 1 else {}
-            out = self.group.update(batch=MultiAgentBatch({MODULE: sb}, env_steps=len(sb)), **kw)
+            self._unreported += 1
+            due = self._unreported >= self.cfg.metrics_every if report is None else report and not batches
+            out = self.group.update(batch=MultiAgentBatch({MODULE: sb}, env_steps=len(sb)),
+                                    _no_metrics_reduce=not due, **kw)
             self.updates += k
-            results = {k_: _scalar(v) for k_, v in out[0][MODULE].items() if _scalar(v) is not None}
+            if due:
+                self._unreported = 0
+                results = self._scalars(out[0])
         return results
+
+    def report(self) -> dict[str, float]:
+        """The learner's scalar metrics over the calls since the last report ({} when there were none)."""
+        if not self._unreported:
+            return {}
+        self._unreported = 0
+        return self._scalars(self._on_learner(lambda learner: learner.report()))
+
+    @staticmethod
+    def _scalars(out: dict) -> dict[str, float]:
+        return {k: _scalar(v) for k, v in out.get(MODULE, {}).items() if _scalar(v) is not None}
 
     def _sample_batch(self, batch: Batch, index: int) -> SampleBatch:
         """`index`: the run's count of updates before this one (the actor steps on every `actor_every`-th;
