@@ -12,10 +12,11 @@ from worldsample.learner import LearnerConfig, sac
 B, OBS, ACT = 32, 5, 2
 
 
-def agent(reference: bool, critics: int = 2, critic: str = "mlp", warmup: int = 0, tau: float = 0.005) -> sac.SACAgent:
+def agent(reference: bool, critics: int = 2, critic: str = "mlp", warmup: int = 0, tau: float = 0.005,
+          **learner) -> sac.SACAgent:
     torch.manual_seed(0)
     cfg = LearnerConfig(obs_keys=["state"], hidden=[32, 32], batch_size=B, critics=critics, critic=critic,
-                        critic_warmup_updates=warmup, bc_pretrain_steps=0, tau=tau)
+                        critic_warmup_updates=warmup, bc_pretrain_steps=0, tau=tau, **learner)
     return sac.SACAgent(cfg, OBS, gym.spaces.Box(-1, 1, (ACT,), np.float32), rllib_reference=reference)
 
 
@@ -101,10 +102,7 @@ def test_update_many_refuses_batches_of_different_sizes():
 def test_the_algorithm_batches_its_calls_and_never_spans_the_end_of_the_warm_up():
     from worldsample.learner.algorithm import SACAlgorithm
 
-    torch.manual_seed(0)
-    cfg = LearnerConfig(obs_keys=["state"], hidden=[32, 32], batch_size=B, critic_warmup_updates=2,
-                        bc_pretrain_steps=0, updates_per_call=3)
-    a = sac.SACAgent(cfg, OBS, gym.spaces.Box(-1, 1, (ACT,), np.float32))
+    a = agent(False, warmup=2, updates_per_call=3)
     algo = SACAlgorithm(a)
     calls, seen = [], []
     a.update_many = lambda bs, report=True, f=a.update_many: (calls.append(len(bs)), f(bs, report))[1]
@@ -136,11 +134,7 @@ def test_a_non_finite_gradient_takes_rllibs_own_path_on_both_sides():
 
 
 def test_the_loops_cadence_reports_every_metrics_every_calls_and_a_report_covers_the_calls_since():
-    torch.manual_seed(0)
-    cfg = LearnerConfig(obs_keys=["state"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0,
-                        bc_pretrain_steps=0, metrics_every=4)
-    cadence = sac.SACAgent(cfg, OBS, gym.spaces.Box(-1, 1, (ACT,), np.float32))
-    each = agent(False)
+    cadence, each = agent(False, metrics_every=4), agent(False)
     reports = []
     for b in batches(10):
         torch.manual_seed(4)
@@ -160,10 +154,7 @@ def test_the_loops_cadence_reports_every_metrics_every_calls_and_a_report_covers
 def test_the_algorithm_reports_once_a_round_ends_and_means_only_the_reports():
     from worldsample.learner.algorithm import SACAlgorithm
 
-    torch.manual_seed(0)
-    cfg = LearnerConfig(obs_keys=["state"], hidden=[32, 32], batch_size=B, critic_warmup_updates=0,
-                        bc_pretrain_steps=0, metrics_every=4)
-    algo = SACAlgorithm(sac.SACAgent(cfg, OBS, gym.spaces.Box(-1, 1, (ACT,), np.float32)))
+    algo = SACAlgorithm(agent(False, metrics_every=4))
     online = [{**b, "source": np.array(["online"] * B)} for b in batches(6)]
     stats = algo.update(iter(online))  # a report after call 4 and one at the end for calls 5-6
     assert stats["num_module_steps_trained"] == (4 * B + 2 * B) / 2
