@@ -89,7 +89,7 @@ class LearnerConfig(BaseModel):
     )
     metrics_every: int = Field(
         8, ge=1, description="in the loop, learner calls per reduction of RLlib's learner metrics (losses, Q, "
-        "alpha), and one at the end of each learning round: RLlib's MetricsLogger.reduce costs about a fifth of a "
+        "alpha), and one at the end of each learning round: RLlib's MetricsLogger.reduce costs about a sixth of a "
         "[128, 128] update on CPU; each report covers the calls since the last one. 1: every call, as RLlib does",
     )
     bc_weight: float = Field(

@@ -12,7 +12,7 @@ arithmetic, replaced here with the same results:
   optimiser's tensors; on CPU 0.47 ms against 1.17 ms with `foreach` and 1.8 ms single-tensor for the
   four optimisers of a [128, 128] twin), or `foreach` where the fused kernel does not run;
 - the metrics: RLlib reduces every logged value after every learner call (`MetricsLogger.reduce`,
-  about 2 ms of a 10 ms [128, 128] update on CPU); a call may skip it (`_no_metrics_reduce`, RLlib's
+  about 2 ms of a 13 ms [128, 128] update on CPU); a call may skip it (`_no_metrics_reduce`, RLlib's
   own flag) and a later call or `report()` reduces what the calls since logged, as RLlib's report of a
   call with several minibatches covers them all (SACAgent.update_many's `report`, learner.metrics_every);
 - a finiteness check of every gradient, twice, each with its own host sync (`torch.isfinite(g).all()`
