@@ -91,7 +91,10 @@ def main() -> None:
                     steady = f"; constant velocity {v / c:.2f}x" if v is not None and c > 0 else ""  # history 1: none
                     cells.append(f"{m:.4f}/{c:.4f} ({m / c:.2f}x{steady})" if c > 0 else f"{m:.4f}/0")
             table.add_row(run.name, name, f"{seconds:.0f}", *cells)
-            console.print(f"{run.name} {name}: {rep['windows']} held-out windows, {seconds:.0f} s", highlight=False)
+            ratios = " / ".join(f"{r['rmse_state'] / r['rmse_copy_state']:.2f}x"
+                                for r in (rep["horizons"][str(h)] for h in HORIZONS))
+            console.print(f"{run.name} {name}: {rep['windows']} held-out windows, {seconds:.0f} s, state error "
+                          f"{ratios} copying's at {' / '.join(map(str, HORIZONS))} steps", highlight=False)
     console.print(table)
 
 

@@ -45,14 +45,14 @@ def observations(cfg: WorldModelConfig, b: int, rng) -> dict[str, np.ndarray]:
 
 
 def torch_step(model, hist, acts, dom, ctx_noise, noise):
-    """WorldModel.step as ClosedLoop calls it, its noise draws taken from the given arrays in order."""
+    """WorldModel.predict as the Imaginer calls it, its noise draws taken from the given arrays in order."""
     draws = iter(range(noise.shape[1] if noise is not None else 0))
     h = torch.from_numpy(hist)
     if ctx_noise is not None:
         h = h + model.cfg.dynamics.context_noise_infer * torch.from_numpy(ctx_noise)
     with torch.no_grad():
-        nxt, heads = model.step(h, torch.from_numpy(acts), torch.from_numpy(dom), 0,
-                                lambda shape: torch.from_numpy(noise[:, next(draws)]))
+        nxt, heads, _ = model.predict(h, torch.from_numpy(acts), torch.from_numpy(dom),
+                                      lambda shape: torch.from_numpy(noise[:, next(draws)]))
         dec = model.decode(nxt)
     return nxt.numpy(), {k: v.numpy() for k, v in heads.items()}, np.concatenate(
         [dec[k].numpy() for k in model.cfg.vector_keys], axis=1)
@@ -71,6 +71,11 @@ def torch_step(model, hist, acts, dom, ctx_noise, noise):
     ("regression", False, {"autoencoder": {"latent_channels": 2, "width": 8, "vector_identity": True, "vector_grid": 1},
                            "quaternions": {"state": [2]},
                            "previous_frame": {"proprio": [2, 0, 2], "state": [6, 0, 1]}}),
+    # the same as the loop has it: two members, the step their mean
+    ("regression", False, {"autoencoder": {"latent_channels": 2, "width": 8, "vector_identity": True, "vector_grid": 1},
+                           "quaternions": {"state": [2]}, "previous_frame": {"proprio": [2, 0, 2], "state": [6, 0, 1]},
+                           "dynamics": {"history": 3, "width": 8, "blocks": 2, "cond_dim": 8, "ensemble": 2,
+                                        "predict": "mean"}}),
 ])
 def test_onnx_matches_torch(tmp_path, kind, images, extra):
     model = random_model(images, generator={"kind": kind, "diffusion_steps": 3, "consistency_steps": 2,

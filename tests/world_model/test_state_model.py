@@ -355,3 +355,38 @@ def test_the_dynamics_reads_a_state_far_outside_its_data_at_the_clip_and_imagine
             nxt, _ = model.step(far, actions, domain)
         assert torch.equal(a.features, b.features) == same
         assert torch.allclose(nxt[:, 4], far[:, -1, 4])  # an untrained model copies: the state is not clipped
+
+
+@pytest.mark.parametrize("predict", ["first", "mean"])
+def test_imagination_steps_with_member_0_or_the_members_mean(predict):
+    """`dynamics.predict`: an imagined step is member 0's prediction, or the mean of every member's next
+    state and heads with its quaternion made unit again; the disagreement is the same either way."""
+    cfg = WorldModelConfig.model_validate({
+        "image_keys": [], "vector_keys": {"state": 7}, "quaternions": {"state": [3]},
+        "autoencoder": {"vector_identity": True, "vector_grid": 1},
+        "dynamics": {"history": 2, "width": 16, "ensemble": 3, "predict": predict}})
+    torch.manual_seed(0)
+    model = WorldModel(cfg).eval()
+    with torch.no_grad():
+        for p in model.dynamics.parameters():  # members that disagree (zero-initialised outputs would not)
+            p.add_(torch.randn_like(p) * 0.3)
+    rng = np.random.default_rng(0)
+    states = rng.normal(0, 0.3, (4, 2, 7)).astype(np.float32)
+    states[..., 3:] = ROTATION
+    actions = rng.uniform(-1, 1, (4, 1, cfg.action_dim)).astype(np.float32)
+    im = Imaginer(model)
+    out = im.rollout({"state": states}, actions, context_actions=actions, uncertainty=True)
+    with torch.no_grad():
+        hist = im.encode({"state": states.reshape(8, 7)}).view(4, 2, -1, 1, 1)
+        acts = torch.from_numpy(np.concatenate([actions, actions], 1))
+        steps = [model.step(hist, acts, torch.zeros(4, dtype=torch.long), i) for i in range(3)]
+    members = torch.stack([s[0] for s in steps])
+    want = steps[0][0] if predict == "first" else model.unit_quaternions(members.mean(0))
+    np.testing.assert_allclose(out.latents[:, 0].numpy(), want.numpy(), atol=1e-5)
+    success = steps[0][1]["success"] if predict == "first" else torch.stack([s[1]["success"] for s in steps]).mean(0)
+    np.testing.assert_allclose(out.success[:, 0], success.numpy().reshape(-1), atol=1e-5)
+    np.testing.assert_allclose(out.uncertainty[:, 0], members.var(0).mean(dim=(1, 2, 3)).numpy(), rtol=1e-4)
+    q = model.decode(torch.from_numpy(out.latents[:, 0].numpy()))["state"][:, 3:].numpy()
+    np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-4)  # the mean is a rotation again
+    if predict == "mean":
+        assert not np.allclose(want.numpy(), steps[0][0].numpy(), atol=1e-3)  # the mean is not member 0

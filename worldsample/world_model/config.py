@@ -49,6 +49,10 @@ class DynamicsConfig(_Strict):
     context_noise_infer: float = Field(0.0, ge=0.0, le=2.0, description="same, at imagination time")
     start_pad_prob: float = Field(0.2, ge=0.0, le=1.0, description="share of windows trained as episode starts")
     ensemble: int = Field(1, ge=1, le=16, description="dynamics members; >1 gives disagreement")
+    predict: Literal["first", "mean"] = Field(
+        "first", description="what an imagined step is: first, member 0's prediction; mean, the mean of every "
+        "member's next latent and heads (members differ only in their initial weights, so the mean averages "
+        "out each one's own error, at one forward pass per member)")
     velocity_prior: float = Field(
         0.0, ge=0.0, le=1.0, description="each step predicts its change beyond this times the last frame's change "
         "(a constant-velocity prior, damped below 1): at 0 the untrained model copies the last frame, at 1 it "

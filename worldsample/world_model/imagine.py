@@ -135,9 +135,9 @@ class Imaginer:
                 if self.cfg.dynamics.context_noise_infer
                 else hist
             )
-            nxt, hd = m.step(h_in, a, dom, 0, noise)
+            nxt, hd, members = m.predict(h_in, a, dom, noise)
             if uncertainty:
-                unc.append(self._disagreement(h_in, a, dom, nxt, noise, samples))
+                unc.append(self._disagreement(h_in, a, dom, members, noise, samples))
             out_z.append(nxt)
             for key in heads:
                 heads[key].append(hd[key])
@@ -206,12 +206,14 @@ class Imaginer:
             )
         return z, past[:, -(K - 1) :] if K > 1 else past[:, :0]
 
-    def _disagreement(self, hist, a, dom, first, noise, samples: int) -> torch.Tensor:
+    def _disagreement(self, hist, a, dom, members: list[torch.Tensor], noise, samples: int) -> torch.Tensor:
+        """The variance of the members' next latents (`members`: those `predict` already computed, member 0
+        first), or of `samples` draws of a stochastic generator with one member."""
         m = self.model
         if len(m.dynamics) > 1:
-            preds = [first] + [m.step(hist, a, dom, i, noise)[0] for i in range(1, len(m.dynamics))]
+            preds = members + [m.step(hist, a, dom, i, noise)[0] for i in range(len(members), len(m.dynamics))]
         elif m.generator.stochastic and samples > 1:
-            preds = [first] + [m.step(hist, a, dom, 0, noise)[0] for _ in range(samples - 1)]
+            preds = members + [m.step(hist, a, dom, 0, noise)[0] for _ in range(samples - 1)]
         else:
             return torch.zeros(len(hist), device=hist.device)
         return torch.stack(preds).var(dim=0).mean(dim=(1, 2, 3))

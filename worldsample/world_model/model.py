@@ -121,6 +121,20 @@ class WorldModel(nn.Module):
         nxt = last + self.prior_change(history) + y * self.delta_std[:, None, None]
         return self.unit_quaternions(self.repeat_previous(last, nxt)), heads
 
+    def predict(
+        self, history: torch.Tensor, actions: torch.Tensor, domain: torch.Tensor, noise=None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor], list[torch.Tensor]]:
+        """The model's step as imagination takes it (`dynamics.predict`): member 0's, or the mean of every
+        member's next latent (quaternions made unit again) and heads. Also returns each member's next
+        latent where they were all computed (the mean), else only the one used."""
+        if self.cfg.dynamics.predict == "first" or len(self.dynamics) == 1:
+            nxt, heads = self.step(history, actions, domain, 0, noise)
+            return nxt, heads, [nxt]
+        outs = [self.step(history, actions, domain, i, noise) for i in range(len(self.dynamics))]
+        members = [o[0] for o in outs]
+        heads = {k: torch.stack([o[1][k] for o in outs]).mean(0) for k in outs[0][1]}
+        return self.unit_quaternions(torch.stack(members).mean(0)), heads, members
+
     def prior_change(self, history: torch.Tensor) -> torch.Tensor | float:
         """The change a step is predicted beyond: `dynamics.velocity_prior` times the last frame's change
         (0 with one frame of history or the prior off)."""

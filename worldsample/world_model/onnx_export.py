@@ -7,16 +7,17 @@ Two files beside the checkpoint's tensors, any batch size B:
                  and `vector` (B, D): that latent decoded back to the vector keys (the reference a
                  residual decode subtracts). Inputs: `image_<cam>` uint8 (B, H, W, 3) per image key,
                  then each vector key float32 (B, d), in the config's order.
-    model.onnx   one step of dynamics (ensemble member 0): `history` (B, K, C, g, g) latents, oldest
-                 first; `actions` (B, K, A), the last one the action to take; `domain` int64 (B,); with
-                 context noise at imagination time `context_noise` (B, K, C, g, g), added to the
-                 history times `context_noise_infer`; for a stochastic generator `noise` (B, P, C, g, g),
-                 the P standard-normal draws its sampler takes, in the order it takes them. Outputs:
+    model.onnx   one step of dynamics as imagination takes it (`WorldModel.predict`): `history`
+                 (B, K, C, g, g) latents, oldest first; `actions` (B, K, A), the last one the action to
+                 take; `domain` int64 (B,); with context noise at imagination time `context_noise`
+                 (B, K, C, g, g), added to the history times `context_noise_infer`; for a stochastic
+                 generator `noise` (B, P, C, g, g), the P standard-normal draws its sampler takes (every
+                 member's, with `dynamics.predict: mean`), in the order it takes them. Outputs:
                  `next` (B, C, g, g), `reward`, `success` and `done` probabilities (B,), and `vector`
                  (B, D), `next` decoded to the vector keys (absent without vector keys; images are not
                  decoded).
 
-`WorldModel.step` with the same noise gives the same outputs (tests/world_model/test_onnx.py).
+`WorldModel.predict` with the same noise gives the same outputs (tests/world_model/test_onnx.py).
 The exporter is torch's TorchScript one (dynamo=False, as worldsample/policy/onnx_export.py),
 opset 17; files carry IR 8, which onnxruntime 1.31 reads. Imports torch.
 """
@@ -74,7 +75,7 @@ class StepGraph(nn.Module):
             history = history + self.context_noise * noise.pop(0)
         draws = iter(range(self.draws))
         gen = noise[0] if self.draws else None
-        nxt, heads = self.model.step(history, actions, domain, 0, lambda shape: gen[:, next(draws)])
+        nxt, heads, _ = self.model.predict(history, actions, domain, lambda shape: gen[:, next(draws)])
         out = (nxt, heads["reward"], heads["success"], heads["done"])
         return (*out, _vectors(self.model, nxt)) if self.model.cfg.vector_keys else out
 
@@ -90,8 +91,8 @@ def noise_draws(model: WorldModel) -> int:
 
     g = cfg.latent_grid
     with torch.no_grad():
-        model.step(torch.zeros(1, cfg.dynamics.history, cfg.latent_channels, g, g),
-                   torch.zeros(1, cfg.dynamics.history, cfg.action_dim), torch.zeros(1, dtype=torch.long), 0, count)
+        model.predict(torch.zeros(1, cfg.dynamics.history, cfg.latent_channels, g, g),
+                      torch.zeros(1, cfg.dynamics.history, cfg.action_dim), torch.zeros(1, dtype=torch.long), count)
     return calls[0]
 
 
