@@ -18,6 +18,7 @@ from robot_bridge.errors import ProfileError
 from robot_bridge.transport.base import QosSpec
 from worldsample.camera_settings import CAMERA_NAMES, RenderConfig
 from worldsample.frames import CropBox, FrameGeometry
+from worldsample.policy.explore import explore_scale_at
 from worldsample.store import KeySpec
 from worldsample.yamlconfig import load_model
 
@@ -251,11 +252,31 @@ class EpisodeSpec(_Strict):
     explore_scale: float = Field(
         1.0, gt=0.0, le=1.0, description="with explore: sample with the policy's spread (before the squash) times this "
         "(`worldsample run` sets it to loop.explore_scale)")
+    explore_scale_end: float | None = Field(
+        None, gt=0.0, le=1.0, description="with explore: the scale the arm ends at, reached from explore_scale "
+        "linearly between the group's committed-step counts of explore_anneal_steps and held after, set at each "
+        "episode's start (`worldsample run` sets both from loop.explore_scale_end and loop.explore_anneal); "
+        "null: explore_scale all along")
+    explore_anneal_steps: tuple[int, int] = Field(
+        (0, 0), description="with explore_scale_end: the committed steps at which the scale starts to fall and "
+        "the ones at which it reaches explore_scale_end")
     policy: Literal["latest", "recommended"] = Field(
         "latest", description="the policy version to run: the newest exported one, or the one RUN/policies/recommended "
         "names (`worldsample eval policies --recommend` or the trainer's scoring; latest until there is one)")
     search: SearchSpec | None = Field(None, description="Best-of-N search in the run's world model at each tick "
                                       "(off by default), e.g. {n: 8, horizon: 5, budget_ms: 40}")
+
+    def explore_scale_at(self, committed: int) -> float:
+        """The noise scale of an episode that starts with `committed` steps in the group."""
+        return explore_scale_at(self.explore_scale, self.explore_scale_end, self.explore_anneal_steps, committed)
+
+    @model_validator(mode="after")
+    def _anneal_in_order(self) -> EpisodeSpec:
+        lo, hi = self.explore_anneal_steps
+        if not 0 <= lo <= hi:
+            raise ValueError(f"episode.explore_anneal_steps {list(self.explore_anneal_steps)}: expected "
+                             "0 <= start <= end committed steps")
+        return self
 
     @model_validator(mode="after")
     def _search(self) -> EpisodeSpec:

@@ -212,6 +212,7 @@ class Controller(TopicInputs):
             if not self.sm.can(Event.START):
                 return self._refuse(f"start refused while {self.sm.state.value}")
             self.policy.refresh()  # the only place a new policy can come in
+            self.policy.explore_scale = self.p.episode.explore_scale_at(self.recorder.group_steps)
             if self.search is not None:  # and a new world model; the search's step time is measured here
                 self.search.refresh(self.policy.actor)
             self.sm.fire(Event.START)
@@ -516,6 +517,7 @@ class Controller(TopicInputs):
             "policy_version": self.policy.version,
             "policy_error": self.policy.error,
             "policy_lag_steps": self.policy_lag(),
+            "explore_scale": self.policy.explore_scale if self.p.episode.explore else None,
             "learner_waits": {"episodes": self.lag_waits, "seconds": round(self.lag_wait_s, 1),
                               "waiting": self._lag_wait_since is not None},
             "episodes": {"committed": rs.committed, "discarded": rs.discarded, "spoiled": rs.spoiled,

@@ -54,6 +54,8 @@ def profile_overrides(cfg: RunConfig, profile: Path = DEFAULT_PROFILE) -> list[s
             f"episode.end_on_success={str(cfg.env.terminate_on_success).lower()}",
             "episode.auto_start=true", f"episode.auto_start_steps={cfg.loop.real_steps}",
             f"episode.explore={str(cfg.loop.explore).lower()}", f"episode.explore_scale={cfg.loop.explore_scale}",
+            f"episode.explore_scale_end={'null' if cfg.loop.explore_scale_end is None else cfg.loop.explore_scale_end}",
+            f"episode.explore_anneal_steps={list(cfg.loop.explore_anneal_steps)}",
             f"episode.max_policy_lag_steps={'null' if cfg.loop.max_lag_steps is None else cfg.loop.max_lag_steps}"]
     sets += camera_overrides(cfg, profile)
     # the simulated arm renders its cameras with the run's render settings

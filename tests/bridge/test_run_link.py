@@ -110,6 +110,37 @@ def test_unattended_episodes_stop_at_the_step_budget(tmp_path):
         assert budget <= got < budget + 8 and got > before, (budget, before, steps())
 
 
+def test_the_exploration_noise_falls_with_the_committed_steps(tmp_path):
+    """With `episode.explore_scale_end` each episode samples with the scale its start's committed steps give
+    (`explore_anneal_steps`): full noise on the first 8-step episode, the end scale from 16 steps on; the
+    bridge reports the scale it runs."""
+    import numpy as np
+
+    from tests.bridge.helpers import publish_policy
+    from worldsample.policy import load_actor
+    from worldsample.store import EpisodeStore
+
+    run = tmp_path / "run"
+    publish_policy(run, seed=3, scale=0.1, stochastic=True)
+    profile = small_profile(tmp_path, **{"episode.max_steps": 8, "episode.auto_start": True, "episode.explore": True,
+                                         "episode.explore_scale_end": 0.05, "episode.explore_anneal_steps": [8, 16],
+                                         "action.max_delta": 10.0})
+    with Rig(tmp_path, profile, run) as rig:
+        st = rig.op.wait(lambda s: s["episodes"]["committed"] >= 5, 60, "five episodes")
+        assert st["explore_scale"] == pytest.approx(0.05), st["explore_scale"]
+    reader = EpisodeStore(run).reader("real")
+    actor = load_actor(run)
+
+    def spread(record) -> float:  # how far the sampled actions stray from the policy's mean
+        ep = reader.episode(record.episode)
+        mean = np.stack([actor.act({"proprio": p, "state": s}) for p, s in zip(ep["proprio"], ep["state"])])
+        return float(np.abs(ep["action"] - mean).mean())
+
+    records = reader.episode_records()
+    first, late = spread(records[0]), [spread(r) for r in records[3:]]  # 0 and >= 16 committed steps at their start
+    assert first > 1e-3 and max(late) < first / 4, (first, late)
+
+
 @pytest.mark.parametrize("follow", ["latest", "recommended"])
 def test_unattended_episodes_wait_for_the_learner_to_catch_up(tmp_path, follow):
     """With `episode.max_policy_lag_steps` an unattended episode starts only while the newest policy was

@@ -226,3 +226,9 @@ def test_the_main_jobs_exploration_scale_reaches_the_bridge():
     episode = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).episode
     assert episode.explore and episode.explore_scale == 0.4
     assert load_profile(DEFAULT_PROFILE, profile_overrides(load_config(None, []))).episode.explore_scale == 1.0
+    # and its fall over the run, in committed steps of the run's budget
+    cfg = load_config(None, ["loop.explore_scale_end=0.3", "loop.explore_anneal=[0.25,0.5]", "loop.real_steps=2000"])
+    episode = load_profile(DEFAULT_PROFILE, profile_overrides(cfg)).episode
+    assert (episode.explore_scale_end, episode.explore_anneal_steps) == (0.3, (500, 1000))
+    assert [episode.explore_scale_at(n) for n in (0, 500, 750, 1000, 3000)] == pytest.approx([1, 1, 0.65, 0.3, 0.3])
+    assert load_profile(DEFAULT_PROFILE, profile_overrides(load_config(None, []))).episode.explore_scale_end is None

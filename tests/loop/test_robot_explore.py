@@ -33,3 +33,26 @@ def test_the_scale_is_bounded():
         load_config(None, ["loop.explore_scale=0"])
     with pytest.raises(Exception, match="explore_scale"):
         load_config(None, ["loop.explore_scale=1.5"])
+
+
+def test_the_collector_anneals_its_scale_by_committed_steps(tmp_path):
+    """`loop.explore_scale_end`: the lock-step arm's episodes sample with the scale the committed real steps
+    give at their start, and a collector opened again on the run (a resume) goes on from the store's count."""
+    from worldsample.loop.robot import SimCollector
+
+    cfg = load_config(None, ["loop.explore_scale_end=0.2", "loop.explore_anneal=[0.0,0.5]", "loop.real_steps=300",
+                             "loop.interventions=false", "env.max_episode_steps=150", "loop.seed=5"])
+    col = SimCollector(tmp_path, cfg.env, cfg.loop, cfg.intervention)
+    col.policy = _actor()
+    scales = []
+    for seed in range(2):
+        col.episode(seed)
+        scales.append(col.noise_scale)
+    col.close()
+    assert scales[0] == 1.0 and col.committed >= 150 and scales[1] == pytest.approx(0.2), (scales, col.committed)
+    again = SimCollector(tmp_path, cfg.env, cfg.loop, cfg.intervention)
+    assert again.committed == col.committed
+    again.close()
+    assert [cfg.loop.explore_scale_at(n) for n in (0, 75, 150, 1000)] == pytest.approx([1.0, 0.6, 0.2, 0.2])
+    with pytest.raises(Exception, match="explore_anneal"):
+        load_config(None, ["loop.explore_anneal=[0.6,0.5]"])

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from worldsample.learner.config import LearnerConfig
+from worldsample.policy.explore import explore_scale_at
 from worldsample.ppl.config import PPLConfig
 from worldsample.sim.layout import PREVIOUS_FRAME, QUATERNIONS, STATE_DIM
 from worldsample.synth.config import SynthConfig
@@ -137,6 +138,13 @@ class LoopConfig(BaseModel):
         "squash) times this; the learner's policy and its entropy target are unchanged. Below 1 the arm strays "
         "less from the policy's mean; at 0.5 the default human's share of the state profile's runs moved by only "
         "0-7 points, at 0.3 and 0.1 final success fell by 30-50 points (docs/results.md)")
+    explore_scale_end: float | None = Field(
+        None, gt=0.0, le=1.0, description="with explore: the spread's scale the run ends at, reached from "
+        "explore_scale linearly over `explore_anneal` (fractions of real_steps, by committed real steps); "
+        "null: explore_scale all run")
+    explore_anneal: tuple[float, float] = Field(
+        (0.5, 0.75), description="with explore_scale_end: the share of the budget at which the scale starts to "
+        "fall and the one at which it reaches explore_scale_end")
     max_lag_steps: int | None = Field(
         300, ge=0, description="robot=bridge: an unattended episode starts only while the newest policy was trained "
         "on all but at most this many committed real steps (the bridge's episode.max_policy_lag_steps), so the "
@@ -188,6 +196,24 @@ class LoopConfig(BaseModel):
     vision: VisionConfig = Field(default_factory=VisionConfig, description="the image profile (pixel encoder)")
     search: SearchConfig = Field(default_factory=SearchConfig, description="Best-of-N in the world model at the "
                                  "simulated arm (lock-step runs; n 0: off)")
+
+    @model_validator(mode="after")
+    def _anneal_in_order(self) -> LoopConfig:
+        lo, hi = self.explore_anneal
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"loop.explore_anneal {list(self.explore_anneal)} must be two shares of the budget, "
+                             "0 <= start <= end <= 1")
+        return self
+
+    def explore_scale_at(self, committed: int) -> float:
+        """The robot's noise scale once `committed` real steps are in the store (`explore_scale_end`)."""
+        return explore_scale_at(self.explore_scale, self.explore_scale_end, self.explore_anneal_steps, committed)
+
+    @property
+    def explore_anneal_steps(self) -> tuple[int, int]:
+        """`explore_anneal` in committed real steps."""
+        lo, hi = self.explore_anneal
+        return round(lo * self.real_steps), round(hi * self.real_steps)
 
     @model_validator(mode="after")
     def _search_has_a_world_model(self) -> LoopConfig:

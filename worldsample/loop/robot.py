@@ -35,6 +35,7 @@ class Evaluator:
         self.eval_env = make_env(env_cfg.model_copy(update={"cameras": cameras}))
         self.rng = np.random.default_rng(loop.seed)
         self.policy, self.version = None, None
+        self.noise_scale = loop.explore_scale  # the collector's, by the real steps committed (explore_scale_at)
         self._queue: list[np.ndarray] = []  # the rest of the policy's action chunk (learner.action_chunk)
         self._policies = VersionWatcher(VersionedDir(RunFiles.of(run_dir).policies))
         self.search = None
@@ -81,7 +82,7 @@ class Evaluator:
             return self.search.act(obs)
         if not self._queue:
             if explore and self.loop.explore:
-                out = self.policy.act(obs, explore=True, rng=self.rng, noise_scale=self.loop.explore_scale)
+                out = self.policy.act(obs, explore=True, rng=self.rng, noise_scale=self.noise_scale)
             else:
                 out = self.policy.act(obs, rng=self.rng)
             self._queue = list(out.reshape(-1, self.eval_env.action_space.shape[0]))
@@ -138,9 +139,11 @@ class SimCollector(Evaluator):
         self.store.ensure_group("real", GroupSchema.from_spaces(self.env.observation_space, self.env.action_space))
         self.writer = self.store.writer("real")  # held for the collector's life: one writer per group
         self.expert = InterventionExpert(self.env, intervention, seed=loop.seed) if loop.interventions else None
+        self.committed = self.store.reader("real").num_steps  # a resumed run goes on where it was
 
     def episode(self, seed: int) -> dict:
         self._refresh_policy()
+        self.noise_scale = self.loop.explore_scale_at(self.committed)
         obs, _ = self.env.reset(seed=seed)
         if self.expert:
             self.expert.reset()
@@ -167,6 +170,7 @@ class SimCollector(Evaluator):
             extra["searched_steps"] = self.search.decisions - searched
         rec = ep.commit(policy_version=self.version, domain="real", domain_info=self.env.unwrapped.domain_info(),
                         extra=extra)
+        self.committed += rec.length
         return {"episode": rec.episode, "length": rec.length, "success": rec.success, "return": rec.episode_return,
                 "interventions": rec.interventions, "policy_version": self.version}
 
