@@ -28,7 +28,7 @@ def _small_world_model() -> WorldModelConfig:
     cfg.train.groups = {"demo": 1.0}
     cfg.dynamics.ensemble = 2  # two members: their disagreement is what the synthesiser's uncertainty veto cuts on
     # and their mean is the step: on 14 retrained stores and seeds the 8-step error is 0.49x copying's against
-    # member 0's 0.50x, the worst 0.58x against 0.71x (docs/loop.md, "The members' mean as the step")
+    # member 0's 0.50x, the worst 0.62x against 0.71x (docs/loop.md, "The members' mean as the step")
     cfg.dynamics.predict = "mean"
     # a damped constant-velocity prior and a wider MLP (docs/loop.md, "States it never saw"): in 5 runs' own
     # summaries 0.20-0.40x copying's error at 1 step and 0.33-0.59x at 8 (width 64: 0.19-0.36x, 0.47-0.58x)
