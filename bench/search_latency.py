@@ -3,9 +3,10 @@ ONE CPU core (the process pinned, torch and onnxruntime on one thread).
 
     .venv/bin/python bench/search_latency.py                       # N in 1,4,8,16 x H in 1,5,10
     .venv/bin/python bench/search_latency.py --n 8 --horizons 5 --ticks 500 --torch --out lat.json
+    .venv/bin/python bench/search_latency.py --wm dynamics.predict=first   # member 0 alone (before 2026-12-07)
 
 The world model is the loop's (LoopConfig().world_model: vectors only, `state` 39, regression
-generator, history 3), the policy the learner's export (numpy MLP 128x128, LayerNorm, stochastic,
+generator, history 3, two members and their mean as the step; `--wm` overrides it), the policy the learner's export (numpy MLP 128x128, LayerNorm, stochastic,
 reading `state`), both with random weights (the cost does not depend on them) and saved as the
 trainer saves them, so the world model's ONNX export is the one checkpoint.save writes. The
 success and done thresholds are set to 0.9999 so that no imagined row ends early: every tick pays
@@ -55,6 +56,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--torch", action="store_true", help="also time the offline (torch) search")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    ap.add_argument("--wm", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="overrides of the loop's world model, e.g. dynamics.predict=first")
     args = ap.parse_args()
 
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -68,12 +71,14 @@ def main() -> None:
     from worldsample.paths import RunFiles
     from worldsample.policy import ObsInput, PolicyConfig, PolicyRegistry
     from worldsample.world_model import checkpoint
+    from worldsample.world_model.config import WorldModelConfig
     from worldsample.world_model.model import WorldModel
     from worldsample.world_model.onnx_model import OnnxWorldModel
+    from worldsample.yamlconfig import apply_overrides
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
-    cfg = LoopConfig().world_model
+    cfg = WorldModelConfig.model_validate(apply_overrides(LoopConfig().world_model.model_dump(), args.wm))
     cfg.heads.success_threshold = cfg.heads.done_threshold = 0.9999
     torch.manual_seed(0)
     model = WorldModel(cfg).eval()

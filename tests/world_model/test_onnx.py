@@ -71,9 +71,9 @@ def torch_step(model, hist, acts, dom, ctx_noise, noise):
     ("regression", False, {"autoencoder": {"latent_channels": 2, "width": 8, "vector_identity": True, "vector_grid": 1},
                            "quaternions": {"state": [2]},
                            "previous_frame": {"proprio": [2, 0, 2], "state": [6, 0, 1]}}),
-    # the same as the loop has it: two members, the step their mean
+    # as the loop has it: two quaternions (the object's, and the previous frame's), two members, the step their mean
     ("regression", False, {"autoencoder": {"latent_channels": 2, "width": 8, "vector_identity": True, "vector_grid": 1},
-                           "quaternions": {"state": [2]}, "previous_frame": {"proprio": [2, 0, 2], "state": [6, 0, 1]},
+                           "quaternions": {"proprio": [0], "state": [2]}, "previous_frame": {"state": [6, 0, 1]},
                            "dynamics": {"history": 3, "width": 8, "blocks": 2, "cond_dim": 8, "ensemble": 2,
                                         "predict": "mean"}}),
 ])
@@ -112,8 +112,10 @@ def test_onnx_matches_torch(tmp_path, kind, images, extra):
         if cfg.previous_frame:  # the repeated values are the last frame's, exactly, in the export too
             with torch.no_grad():
                 last = model.decode(torch.from_numpy(hist[:, -1]))
-            np.testing.assert_allclose(out["vector"][:, 2:4], last["proprio"][:, 0:2], rtol=0, atol=1e-4)
-            np.testing.assert_allclose(out["vector"][:, 4 + 6], last["state"][:, 0], rtol=0, atol=1e-4)
+            start = dict(zip(cfg.vector_keys, np.cumsum([0, *cfg.vector_keys.values()])))
+            for k, (at, of, n) in cfg.previous_frame.items():
+                np.testing.assert_allclose(out["vector"][:, start[k] + at : start[k] + at + n], last[k][:, of : of + n],
+                                           rtol=0, atol=1e-4)
     if len(model.quat_at):  # q and -q in an earlier frame of the history (what the bridge's search may hold): one step
         at = model.quat_at.numpy()
         scale = (model.lat_std * model.vec_std).detach().numpy()[at][..., None, None]

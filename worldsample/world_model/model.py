@@ -151,15 +151,17 @@ class WorldModel(nn.Module):
         otherwise `z` as it is."""
         if not len(self.quat_at):
             return z
-        at = self.quat_at
+        at = self.quat_at.flatten()  # one index per channel: a (quaternions, 4) index does not export to ONNX
         scale, shift = self._quaternion_affine()
-        q = z[:, :, at] * scale + shift  # (B, L, quaternions, 4, h, w)
+        q = z[:, :, at].unflatten(2, self.quat_at.shape) * scale + shift  # (B, L, quaternions, 4, h, w)
         order = [*((t, t + 1) for t in range(anchor - 1, -1, -1)), *((t, t - 1) for t in range(anchor + 1, z.shape[1]))]
+        frames = list(q.unbind(1))  # no in-place slice writes: ONNX export would fix the batch size
         for t, ref in order:
-            flip = (q[:, t] * q[:, ref]).sum(dim=2, keepdim=True) < 0
-            q[:, t] = torch.where(flip, -q[:, t], q[:, t])
+            flip = (frames[t] * frames[ref]).sum(dim=2, keepdim=True) < 0
+            frames[t] = torch.where(flip, -frames[t], frames[t])
+        q = torch.stack(frames, 1)
         out = z.clone()
-        out[:, :, at] = (q - shift) / scale
+        out[:, :, at] = ((q - shift) / scale).flatten(2, 3)
         return out
 
     def unit_quaternions(self, z: torch.Tensor) -> torch.Tensor:
@@ -169,18 +171,20 @@ class WorldModel(nn.Module):
         Only where the latent is the vector itself; otherwise `z` as it is. Traceable (no branches)."""
         if not len(self.quat_at):
             return z
-        at = self.quat_at
+        at = self.quat_at.flatten()
         scale, shift = self._quaternion_affine()
-        q = z[:, at] * scale + shift  # (B, quaternions, 4, h, w)
+        q = z[:, at].unflatten(1, self.quat_at.shape) * scale + shift  # (B, quaternions, 4, h, w)
         q = q / q.norm(dim=2, keepdim=True).clamp_min(1e-6)
         out = z.clone()
-        out[:, at] = (q - shift) / scale
+        out[:, at] = ((q - shift) / scale).flatten(1, 2)
         return out
 
     def _quaternion_affine(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(quaternions, 4, 1, 1) scale and shift of the quaternion channels: raw = z * scale + shift."""
         scale, shift = self._vector_affine()
-        return scale[self.quat_at][..., None, None], shift[self.quat_at][..., None, None]
+        at = self.quat_at.flatten()
+        return (scale[at].view(self.quat_at.shape)[..., None, None],
+                shift[at].view(self.quat_at.shape)[..., None, None])
 
     def _vector_affine(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Where the latent is the vector itself: per channel, raw = z * scale + shift."""
