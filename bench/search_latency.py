@@ -3,7 +3,7 @@ ONE CPU core (the process pinned, torch and onnxruntime on one thread).
 
     .venv/bin/python bench/search_latency.py                       # N in 1,4,8,16 x H in 1,5,10
     .venv/bin/python bench/search_latency.py --n 8 --horizons 5 --ticks 500 --torch --out lat.json
-    .venv/bin/python bench/search_latency.py --wm dynamics.predict=first   # member 0 alone (before 2026-12-07)
+    .venv/bin/python bench/search_latency.py --wm dynamics.predict=first   # member 0 alone
 
 The world model is the loop's (LoopConfig().world_model: vectors only, `state` 39, regression
 generator, history 3, two members and their mean as the step; `--wm` overrides it), the policy the learner's export (numpy MLP 128x128, LayerNorm, stochastic,
