@@ -6,12 +6,13 @@ ONE CPU core (the process pinned, torch and onnxruntime on one thread).
     .venv/bin/python bench/search_latency.py --wm dynamics.predict=first   # member 0 alone
 
 The world model is the loop's (LoopConfig().world_model: vectors only, `state` 39, regression
-generator, history 3, two members and their mean as the step; `--wm` overrides it), the policy the learner's export (numpy MLP 128x128, LayerNorm, stochastic,
-reading `state`), both with random weights (the cost does not depend on them) and saved as the
-trainer saves them, so the world model's ONNX export is the one checkpoint.save writes. The
-success and done thresholds are set to 0.9999 so that no imagined row ends early: every tick pays
-for the whole horizon (the worst case). Timed per tick, with no time budget: the base policy
-(`PolicySource.act`, what the bridge runs without search) and `Searcher.act` + `record` (what the
+generator, history 3, two members and their mean as the step; `--wm` overrides it), the policy the
+learner's export (numpy MLP 128x128, LayerNorm, stochastic, reading `state`), both with random
+weights (the cost does not depend on them) and saved as the trainer saves them, so the world
+model's ONNX export is the one checkpoint.save writes. The success and done thresholds are set to
+0.9999 so that no imagined row ends early: every tick pays for the whole horizon (the worst case).
+Timed per tick, with no time budget: the base policy (`PolicySource.act`, what the bridge runs without
+search) and `Searcher.act` + `record` (what the
 bridge runs with `episode.search`), on a fresh random state each tick, a new episode every 50
 ticks. `--torch` also times the offline search (worldsample/evaluation/search.py's BestOfN, torch)
 on the same model and policy. Numbers from a loaded machine are upper bounds.
