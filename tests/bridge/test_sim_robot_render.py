@@ -232,6 +232,6 @@ def test_the_main_jobs_exploration_scale_reaches_the_bridge():
     assert (episode.explore_scale_end, episode.explore_anneal_steps) == (0.3, (500, 1000))
     assert [episode.explore_scale_at(n) for n in (0, 500, 750, 1000, 3000)] == pytest.approx([1, 1, 0.65, 0.3, 0.3])
     default = load_profile(DEFAULT_PROFILE, profile_overrides(load_config(None, []))).episode
-    assert (default.explore_scale_end, default.explore_anneal_steps) == (0.1, (1200, 2400))
+    assert (default.explore_scale_end, default.explore_anneal_steps) == (0.1, (2000, 3000))
     off = load_profile(DEFAULT_PROFILE, profile_overrides(load_config(None, ["loop.explore_scale_end=null"])))
     assert off.episode.explore_scale_end is None and off.episode.explore_scale_at(10**6) == 1.0

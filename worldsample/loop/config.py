@@ -141,12 +141,12 @@ class LoopConfig(BaseModel):
     explore_scale_end: float | None = Field(
         0.1, gt=0.0, le=1.0, description="with explore: the spread's scale the run ends at, reached from "
         "explore_scale linearly over `explore_anneal` (fractions of real_steps, by committed real steps); "
-        "null: explore_scale all run. With the default span (0.3 to 0.6 of the budget; the default since "
-        "2026-12-07, evening) the state profile's human drove 24 % of the last quarter's steps against 55 % with "
-        "the policy's own noise (lower on 10 of 10 seeds), final success IQM +4 points (95 % CI -7 to 16); 0.3 "
-        "over 0.5 to 0.75 gave 39 % (docs/results.md)")
+        "null: explore_scale all run. At 0.1 (the default since the evening of 2026-12-07) the state profile's "
+        "human drove 23 % of the last quarter's steps against 55 % with the policy's own noise (lower on 10 of 10 "
+        "seeds), final success IQM +4 points (95 % CI -8 to 14); 0.3 gave 39 %. A fall over 0.3 to 0.6 of the "
+        "budget did as well there and ended the main job at 60 % twice (docs/results.md)")
     explore_anneal: tuple[float, float] = Field(
-        (0.3, 0.6), description="with explore_scale_end: the share of the budget at which the scale starts to "
+        (0.5, 0.75), description="with explore_scale_end: the share of the budget at which the scale starts to "
         "fall and the one at which it reaches explore_scale_end")
     max_lag_steps: int | None = Field(
         300, ge=0, description="robot=bridge: an unattended episode starts only while the newest policy was trained "
