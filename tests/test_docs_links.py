@@ -2,6 +2,7 @@
 heading of that file (GitHub's anchor rules), so a newcomer following the docs never lands nowhere."""
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -17,7 +18,8 @@ def github_anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def anchors(path: Path) -> set[str]:
+@functools.cache
+def anchors(path: Path) -> frozenset[str]:
     found: set[str] = set()
     seen: dict[str, int] = {}
     in_code = False
@@ -31,7 +33,7 @@ def anchors(path: Path) -> set[str]:
             n = seen.get(slug, 0)
             seen[slug] = n + 1
             found.add(slug if n == 0 else f"{slug}-{n}")
-    return found
+    return frozenset(found)
 
 
 def broken_links(doc: Path) -> list[str]:
