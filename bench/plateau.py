@@ -9,8 +9,8 @@ deterministic success per start, how many starts each fails, how many both fail,
 training won and lost. Then, on every start the latest policy fails, `--tries` episodes of the same
 policy sampling its actions with its spread times each scale (`loop.explore_scale`; the loop's arm
 samples with 1 until half the budget and 0.1 from three quarters on): on how many of those starts
-some try wins, and the share of tries that win. A start no try wins is one the arm's own data
-cannot teach: no success reward ever reaches it. Last, the run's own online episodes (the store's
+some try wins, and the share of tries that win (a start none of the tries wins is one where the arm's
+own success reward comes rarely, if at all). Last, the run's own online episodes (the store's
 `real` group): how many started where the first policy fails (its mean, replayed from each
 episode's start) and how many of those the arm won without a human step: the successes the learner
 had to learn past behaviour cloning from.
