@@ -139,9 +139,33 @@ class SimCollector(Evaluator):
         self.store.ensure_group("real", GroupSchema.from_spaces(self.env.observation_space, self.env.action_space))
         self.writer = self.store.writer("real")  # held for the collector's life: one writer per group
         self.expert = InterventionExpert(self.env, intervention, seed=loop.seed) if loop.interventions else None
-        self.committed = self.store.reader("real").num_steps  # a resumed run goes on where it was
+        reader = self.store.reader("real")
+        self.committed = reader.num_steps  # a resumed run goes on where it was
+        # loop.retry_failed: the start the next episode repeats, and how often it has been tried again
+        self._retry: tuple[int, int] | None = None
+        if loop.retry_failed and reader.num_episodes:
+            self._retry = self._next_retry(reader.episode_records()[-1])
+
+    def _next_retry(self, rec) -> tuple[int, int] | None:
+        """After `rec`: (its start, the retries so far + 1) when it was not won alone and has retries left."""
+        seed, tries = rec.extra.get("seed"), int(rec.extra.get("retry", 0))
+        if seed is None or (rec.success and rec.interventions == 0) or tries >= self.loop.retry_failed:
+            return None
+        return int(seed), tries + 1
 
     def episode(self, seed: int) -> dict:
+        """One episode from `seed`'s initial state, or from the last one's under loop.retry_failed."""
+        retry = 0
+        if self._retry is not None:
+            seed, retry = self._retry
+        ep = self._episode(seed, retry)
+        rec = ep.pop("_record")
+        if self.loop.retry_failed:
+            self._retry = self._next_retry(rec)
+            ep["retry"] = retry
+        return ep
+
+    def _episode(self, seed: int, retry: int) -> dict:
         self._refresh_policy()
         self.noise_scale = self.loop.explore_scale_at(self.committed)
         obs, _ = self.env.reset(seed=seed)
@@ -165,14 +189,14 @@ class SimCollector(Evaluator):
             obs = nobs
             if terminated or truncated:
                 break
-        extra = {"seed": seed}
+        extra = {"seed": seed, "retry": retry} if retry else {"seed": seed}
         if self.search:  # the steps whose action Best-of-N chose
             extra["searched_steps"] = self.search.decisions - searched
         rec = ep.commit(policy_version=self.version, domain="real", domain_info=self.env.unwrapped.domain_info(),
                         extra=extra)
         self.committed += rec.length
         return {"episode": rec.episode, "length": rec.length, "success": rec.success, "return": rec.episode_return,
-                "interventions": rec.interventions, "policy_version": self.version}
+                "interventions": rec.interventions, "policy_version": self.version, "_record": rec}
 
     def close(self) -> None:
         self.writer.close()
