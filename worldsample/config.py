@@ -39,8 +39,10 @@ class StoreConfig(BaseModel):
 
 class DemoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    episodes: int = Field(3, ge=1, description="few on purpose: from the 39-dim state, 10 scripted demos let "
-                          "behaviour cloning alone solve push-v3, leaving online learning nothing to show")
+    episodes: int = Field(3, ge=1, description="few on purpose, so the benchmark shows what online learning adds: "
+                          "with the human, state profile, behaviour cloning starts at about 25 % from 3 scripted "
+                          "demos, 38 % from 5 and 73 % from 10, and runs of 4,000 real steps end at a final IQM of "
+                          "83 %, 86 % and 89-90 % (docs/results.md, 'From 10 demonstrations')")
     seed: int = 0
     expert: ExpertConfig = ExpertConfig()
     keep_failures: bool = Field(True, description="store expert episodes that did not succeed too")
