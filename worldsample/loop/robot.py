@@ -20,7 +20,7 @@ import numpy as np
 from worldsample.loop.config import LoopConfig
 from worldsample.paths import RunFiles
 from worldsample.sim.config import InterventionConfig, SimArmConfig
-from worldsample.store import EpisodeStore, GroupSchema
+from worldsample.store import EpisodeRecord, EpisodeStore, GroupSchema
 from worldsample.versioned import VersionedDir, VersionWatcher
 
 
@@ -146,8 +146,10 @@ class SimCollector(Evaluator):
         if loop.retry_failed and reader.num_episodes:
             self._retry = self._next_retry(reader.episode_records()[-1])
 
-    def _next_retry(self, rec) -> tuple[int, int] | None:
-        """After `rec`: (its start, the retries so far + 1) when it was not won alone and has retries left."""
+    def _next_retry(self, rec: EpisodeRecord) -> tuple[int, int] | None:
+        """After `rec`: (its start, the retries so far + 1) when it was not won alone and has retries left.
+        Won alone is read off the record as committed (loop/learning.py's `won_alone` also takes an operator's
+        label, which cannot exist yet when the arm resets for the next episode)."""
         seed, tries = rec.extra.get("seed"), int(rec.extra.get("retry", 0))
         if seed is None or (rec.success and rec.interventions == 0) or tries >= self.loop.retry_failed:
             return None
@@ -158,14 +160,15 @@ class SimCollector(Evaluator):
         retry = 0
         if self._retry is not None:
             seed, retry = self._retry
-        ep = self._episode(seed, retry)
-        rec = ep.pop("_record")
+        rec = self._episode(seed, retry)
+        ep = {"episode": rec.episode, "length": rec.length, "success": rec.success, "return": rec.episode_return,
+              "interventions": rec.interventions, "policy_version": self.version}
         if self.loop.retry_failed:
             self._retry = self._next_retry(rec)
             ep["retry"] = retry
         return ep
 
-    def _episode(self, seed: int, retry: int) -> dict:
+    def _episode(self, seed: int, retry: int) -> EpisodeRecord:
         self._refresh_policy()
         self.noise_scale = self.loop.explore_scale_at(self.committed)
         obs, _ = self.env.reset(seed=seed)
@@ -195,8 +198,7 @@ class SimCollector(Evaluator):
         rec = ep.commit(policy_version=self.version, domain="real", domain_info=self.env.unwrapped.domain_info(),
                         extra=extra)
         self.committed += rec.length
-        return {"episode": rec.episode, "length": rec.length, "success": rec.success, "return": rec.episode_return,
-                "interventions": rec.interventions, "policy_version": self.version, "_record": rec}
+        return rec
 
     def close(self) -> None:
         self.writer.close()
