@@ -409,6 +409,10 @@ def main() -> None:
     for name, *sets_ in args.custom:
         if name in overrides or "-" in name or "/" in name:
             raise SystemExit(f"--arm {name}: the name is taken or has '-' or '/' (run directories are NAME-SEED)")
+        shared = [x for x in sets_ if x.split("=", 1)[0].strip().startswith("demos.")]
+        if shared:  # the demonstrations are recorded once per seed, before any arm runs
+            raise SystemExit(f"--arm {name} {' '.join(shared)}: every arm of a seed trains on the same "
+                             "demonstrations; set demos.* for all arms with --set, or run the arm with its own --out")
         overrides[name] = list(sets_)
     arms = list(overrides)
     if not arms:
