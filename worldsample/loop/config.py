@@ -172,6 +172,18 @@ class LoopConfig(BaseModel):
         "State profile, 5 seeds: without the human the retries won 0-3 times a run and final success stayed "
         "at the same level; with the human it halved the distinct starts and ended 7-13 points lower "
         "(docs/results.md)")
+    relabel_goals: float = Field(
+        0.0, ge=0.0, le=1.0, description="hindsight goal relabelling (HER; loop/relabel.py): this share of each "
+        "batch's online rows (the real episodes' transitions, not the imitated ones) gets as its goal where the "
+        "object is at a later step of its episode, with reward and end recomputed for it (the object within "
+        "relabel_radius). Reads the simulated arm's 39-dim state (learner.obs_keys must hold `state`), which a real "
+        "arm has only with an object tracker and a goal in the state; 0: off")
+    relabel_radius: float = Field(0.05, gt=0.0, description="relabel_goals: the object within this many metres of "
+                                  "the goal is a success (push-v3's own test: 0.05)")
+    relabel_moved_only: bool = Field(
+        False, description="relabel_goals: the goal only from a later step where the object is more than "
+        "relabel_radius from where it is at the row's own step, so no relabelled row is won before it acts; false: "
+        "any later step (HER's `future`; most goals are then where the object already is)")
     eval_episodes: int = Field(
         20, ge=0, description="held-out initial states per evaluation of the deterministic policy"
     )
@@ -249,6 +261,12 @@ class LoopConfig(BaseModel):
             raise ValueError("loop.shaping adds a potential to the sparse success reward; loop.reward=task is "
                              "already the simulator's shaped reward: set loop.reward=success (or classifier) or "
                              "loop.shaping=off")
+        if self.relabel_goals and (self.reward != "success" or "state" not in self.learner.obs_keys
+                                   or self.learner.action_chunk > 1 or self.learner.cql_calibrated):
+            raise ValueError("loop.relabel_goals recomputes the sparse success reward from the 39-dim task state "
+                             "`state` for one action a step: it needs loop.reward=success, `state` in "
+                             f"learner.obs_keys (got {self.learner.obs_keys}), learner.action_chunk=1 and "
+                             "learner.cql_calibrated=false (its returns are the real goal's); or set it to 0")
         if self.shaping == "distance" and "state" not in self.learner.obs_keys:
             raise ValueError(f"loop.shaping=distance reads the 39-dim task state `state`, which learner.obs_keys "
                              f"{self.learner.obs_keys} lack: add it or set loop.shaping=off")

@@ -14,6 +14,7 @@ import numpy as np
 
 from worldsample.learner.algorithm import MeanStats, SACAlgorithm
 from worldsample.loop.config import LATENT_KEY, LoopConfig
+from worldsample.loop.relabel import relabel_goals
 from worldsample.loop.shaping import make_potential, shape
 from worldsample.ppl.mixer import make_mixer
 from worldsample.store import EpisodeStore, GroupSampler
@@ -128,9 +129,16 @@ class Learning:
             for _ in range(n):
                 batch = self.mixer.sample(self.rng, cfg.batch_size, cfg.backup_steps, cfg.gamma,
                                           actor_learning=self.algorithm.actor_learning)
+                row_stats = dict(self.mixer.last)
+                if self.loop.relabel_goals:  # before the shaping, which reads the goal
+                    batch, relabelled = relabel_goals(batch, self.online.reader.cache, self.keys, self.rng,
+                                                      self.loop.relabel_goals, self.loop.relabel_radius,
+                                                      cfg.backup_steps, cfg.gamma,
+                                                      moved_only=self.loop.relabel_moved_only)
+                    row_stats.update(relabelled)
                 if self.potential is not None:
                     batch = shape(batch, self.potential, cfg.gamma)
-                mixed.add(self.mixer.last)
+                mixed.add(row_stats)
                 yield batch
 
         stats = {**self.algorithm.update(batches(self.algorithm.updates_for(new_real_steps))), **mixed.mean()}
