@@ -10,7 +10,8 @@ Policy-Paced Learning (`ppl`), on the same task, demonstrations and seeds; or an
 
 Per seed, the scripted expert records the demonstrations once; every arm trains on a copy of that
 run directory with `worldsample train` (the simulated arm in lock-step, local Ray), so arms differ
-only in their overrides (a preset's is its `loop.ppl.mode`). Success is the deterministic policy on 20
+only in their overrides (a preset's is its `loop.ppl.mode`; an arm's may not set `demos.*`, which
+every arm shares: set those with `--set`). Success is the deterministic policy on 20
 fixed held-out initial states,
 measured by the trainer every few episodes. Reported: success vs real steps (PNG and table), real
 steps to reach the threshold (80 %), and final success at the budget (the final evaluation takes
