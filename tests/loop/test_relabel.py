@@ -127,7 +127,7 @@ def test_moved_only_takes_goals_the_row_has_not_reached_already():
 def test_the_config_needs_the_state_and_the_sparse_reward():
     LoopConfig(relabel_goals=0.5)  # the state profile
     for bad in ({"reward": "task"}, {"learner": {"obs_keys": ["proprio"]}},
-                {"learner": {"cql_calibrated": True, "cql_weight": 1.0}}):
+                {"learner": {"cql_calibrated": True, "cql_weight": 1.0}}, {"intervention_penalty": 0.5}):
         with pytest.raises(ValidationError, match="relabel_goals"):
             LoopConfig(relabel_goals=0.5, **bad)
     with pytest.raises(ValidationError):

@@ -265,11 +265,13 @@ class LoopConfig(BaseModel):
                              "already the simulator's shaped reward: set loop.reward=success (or classifier) or "
                              "loop.shaping=off")
         if self.relabel_goals and (self.reward != "success" or "state" not in self.learner.obs_keys
-                                   or self.learner.action_chunk > 1 or self.learner.cql_calibrated):
+                                   or self.learner.action_chunk > 1 or self.learner.cql_calibrated
+                                   or self.intervention_penalty):
             raise ValueError("loop.relabel_goals recomputes the sparse success reward from the 39-dim task state "
                              "`state` for one action a step: it needs loop.reward=success, `state` in "
-                             f"learner.obs_keys (got {self.learner.obs_keys}), learner.action_chunk=1 and "
-                             "learner.cql_calibrated=false (its returns are the real goal's); or set it to 0")
+                             f"learner.obs_keys (got {self.learner.obs_keys}), learner.action_chunk=1, "
+                             "learner.cql_calibrated=false (its returns are the real goal's) and "
+                             "loop.intervention_penalty=0 (a relabelled reward would drop it); or set it to 0")
         if self.shaping == "distance" and "state" not in self.learner.obs_keys:
             raise ValueError(f"loop.shaping=distance reads the 39-dim task state `state`, which learner.obs_keys "
                              f"{self.learner.obs_keys} lack: add it or set loop.shaping=off")

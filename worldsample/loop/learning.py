@@ -129,13 +129,13 @@ class Learning:
             for _ in range(n):
                 batch = self.mixer.sample(self.rng, cfg.batch_size, cfg.backup_steps, cfg.gamma,
                                           actor_learning=self.algorithm.actor_learning)
-                row_stats = dict(self.mixer.last)
+                row_stats = self.mixer.last
                 if self.loop.relabel_goals:  # before the shaping, which reads the goal
                     batch, relabelled = relabel_goals(batch, self.online.reader.cache, self.keys, self.rng,
                                                       self.loop.relabel_goals, self.loop.relabel_radius,
                                                       cfg.backup_steps, cfg.gamma,
                                                       moved_only=self.loop.relabel_moved_only)
-                    row_stats.update(relabelled)
+                    row_stats = {**row_stats, **relabelled}
                 if self.potential is not None:
                     batch = shape(batch, self.potential, cfg.gamma)
                 mixed.add(row_stats)

@@ -22,6 +22,7 @@ from worldsample.sim.layout import GOAL, OBJECT, STATE_DIM
 
 Batch = dict[str, np.ndarray]
 SOURCE = "online"  # the mixer's name of the real episodes' transitions
+_NONE = {"relabel/share": 0.0, "relabel/won": 0.0}
 
 
 def relabel_goals(batch: Batch, cache, keys: list[str], rng: np.random.Generator, share: float, radius: float,
@@ -43,7 +44,7 @@ def relabel_goals(batch: Batch, cache, keys: list[str], rng: np.random.Generator
     keep = room >= 1
     rows, t, room = rows[keep], t[keep], room[keep]
     if not len(rows):
-        return batch, {"relabel/share": 0.0, "relabel/won": 0.0}
+        return batch, dict(_NONE)
     state = cache.view(state_key)
     if state.shape[-1] != STATE_DIM:
         raise ValueError(f"loop.relabel_goals reads the {STATE_DIM}-dim state from {state_key!r}, got "
@@ -52,7 +53,7 @@ def relabel_goals(batch: Batch, cache, keys: list[str], rng: np.random.Generator
         later, ok = _moved_goals(state, t, room, radius, rng)
         rows, t, room, later = rows[ok], t[ok], room[ok], later[ok]
         if not len(rows):
-            return batch, {"relabel/share": 0.0, "relabel/won": 0.0}
+            return batch, dict(_NONE)
     else:
         later = t + 1 + (rng.random(len(t)) * room).astype(np.int64)
     goal = state[later, OBJECT]
